@@ -1,0 +1,55 @@
+#pragma once
+/// \file
+/// Interpreter: runs a GraphModule on LibTorch values, node by node, as
+/// `torch.fx.Interpreter`. The graph is compiled once into steps (module
+/// pointers, op functions, argument slots, which values die where); `run`
+/// then executes the steps and frees each value after its last use.
+
+#include <ATen/core/ivalue.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace qfx::ir {
+
+class GraphModule;
+class Node;
+
+/// Executes a GraphModule. The interpreter snapshots the graph, submodules
+/// and attributes at construction; build a new one after changing them.
+///
+/// Example:
+/// \code
+///   Interpreter interpreter(gm);
+///   c10::IValue out = interpreter.run({torch::rand({1, 3, 224, 224})});
+/// \endcode
+class Interpreter {
+ public:
+  /// Called after each node with the node and its value.
+  using NodeHook = std::function<void(const Node&, const c10::IValue&)>;
+
+  /// Compiles `gm`. Raises c10::Error naming the node when a target is
+  /// unknown (no such submodule, attribute, function or method).
+  explicit Interpreter(const GraphModule& gm);
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  /// Runs forward() on positional inputs and returns the output value. An
+  /// error inside a node is re-raised as `While executing <node>: <cause>`.
+  c10::IValue run(std::vector<c10::IValue> inputs);
+
+  /// Installs a hook called after every node (e.g. to record activations).
+  void set_node_hook(NodeHook hook);
+
+  /// Number of placeholders and how many of them have defaults.
+  size_t num_inputs() const;
+
+ private:
+  struct Program;
+  std::unique_ptr<Program> program_;
+  NodeHook hook_;
+};
+
+}  // namespace qfx::ir

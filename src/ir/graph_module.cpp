@@ -1,0 +1,232 @@
+// GraphModule: dotted-path access to the module tree and attributes. Parents
+// created on the way are ContainerImpl modules, which also give O(1) lookup of
+// children and tensors by name (LibTorch's public accessors copy the whole
+// dict), so large flat graphs stay linear.
+
+#include "qfx/ir/graph_module.h"
+
+#include "qfx/ir/module_registry.h"
+
+#include <c10/util/Exception.h>
+#include <unordered_map>
+#include <torch/nn/module.h>
+
+namespace qfx::ir {
+namespace {
+
+/// A module that only holds children and tensors (Python's `torch.nn.Module()`).
+/// Keeps its own name index, since LibTorch's accessors copy whole dicts.
+class ContainerImpl : public torch::nn::Module {
+ public:
+  ContainerImpl() : Module("torch.nn.Module") {}
+
+  void set_child(const std::string& name, std::shared_ptr<torch::nn::Module> child) {
+    if (children_.count(name) > 0) unregister_module(name);
+    children_[name] = register_module(name, std::move(child));
+  }
+  void remove_child(const std::string& name) {
+    unregister_module(name);
+    children_.erase(name);
+  }
+  std::shared_ptr<torch::nn::Module> find_child(const std::string& name) const {
+    auto it = children_.find(name);
+    return it != children_.end() ? it->second : nullptr;
+  }
+  void set_tensor(const std::string& name, const at::Tensor& value) {
+    auto it = tensors_.find(name);
+    if (it == tensors_.end()) {
+      tensors_.emplace(name, register_buffer(name, value));
+    } else {
+      it->second.set_data(value);  // the stored buffer shares this TensorImpl
+    }
+  }
+  const at::Tensor* find_tensor(const std::string& name) const {
+    auto it = tensors_.find(name);
+    return it != tensors_.end() ? &it->second : nullptr;
+  }
+  std::shared_ptr<torch::nn::Module> clone(
+      const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    auto copy = std::make_shared<ContainerImpl>();
+    for (const auto& child : named_children()) copy->set_child(child.key(), child.value()->clone(device));
+    for (const auto& buffer : named_buffers(/*recurse=*/false)) {
+      copy->set_tensor(buffer.key(), device ? buffer.value().to(*device) : buffer.value().clone());
+    }
+    copy->train(is_training());
+    return copy;
+  }
+
+ private:
+  std::unordered_map<std::string, std::shared_ptr<torch::nn::Module>> children_;
+  std::unordered_map<std::string, at::Tensor> tensors_;
+};
+
+const bool kContainerRegistered = [] {
+  ModuleRegistry::instance().add(
+      {"torch.nn.Module", typeid(ContainerImpl),
+       [](torch::nn::Module&, std::vector<c10::IValue>&) -> c10::IValue {
+         TORCH_CHECK(false, "torch.nn.Module() has no forward");
+       },
+       nullptr, "Module"});
+  return true;
+}();
+
+std::pair<std::string, std::string> split_last(const std::string& path) {
+  size_t dot = path.rfind('.');
+  if (dot == std::string::npos) return {"", path};
+  return {path.substr(0, dot), path.substr(dot + 1)};
+}
+
+std::shared_ptr<torch::nn::Module> child_of(const torch::nn::Module& parent,
+                                            const std::string& name) {
+  if (const auto* container = dynamic_cast<const ContainerImpl*>(&parent)) {
+    return container->find_child(name);
+  }
+  auto children = parent.named_children();
+  const auto* child = children.find(name);
+  return child != nullptr ? *child : nullptr;
+}
+
+std::optional<at::Tensor> tensor_of(const torch::nn::Module& owner, const std::string& name) {
+  if (const auto* container = dynamic_cast<const ContainerImpl*>(&owner)) {
+    const at::Tensor* t = container->find_tensor(name);
+    return t != nullptr ? std::optional<at::Tensor>(*t) : std::nullopt;
+  }
+  auto params = owner.named_parameters(/*recurse=*/false);
+  if (const auto* p = params.find(name)) return *p;
+  auto buffers = owner.named_buffers(/*recurse=*/false);
+  if (const auto* b = buffers.find(name)) return *b;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::shared_ptr<torch::nn::Module> make_container_module() {
+  return std::make_shared<ContainerImpl>();
+}
+
+GraphModule::GraphModule() : GraphModule(make_container_module(), std::make_unique<Graph>()) {}
+
+GraphModule::GraphModule(std::shared_ptr<torch::nn::Module> root, std::unique_ptr<Graph> graph)
+    : root_(std::move(root)), graph_(std::move(graph)) {
+  TORCH_CHECK(root_ != nullptr && graph_ != nullptr, "GraphModule: null root or graph");
+}
+
+GraphModule::~GraphModule() = default;
+
+void GraphModule::set_graph(std::unique_ptr<Graph> graph) {
+  TORCH_CHECK(graph != nullptr, "GraphModule::set_graph: null graph");
+  graph_ = std::move(graph);
+}
+
+std::shared_ptr<torch::nn::Module> GraphModule::find_submodule(const std::string& path) const {
+  std::shared_ptr<torch::nn::Module> module = root_;
+  size_t start = 0;
+  while (module != nullptr && start < path.size()) {
+    size_t dot = path.find('.', start);
+    std::string name = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    module = child_of(*module, name);
+    start = dot == std::string::npos ? path.size() : dot + 1;
+  }
+  return module;
+}
+
+std::shared_ptr<torch::nn::Module> GraphModule::get_submodule(const std::string& path) const {
+  auto module = find_submodule(path);
+  TORCH_CHECK(module != nullptr, "GraphModule has no submodule '", path, "'");
+  return module;
+}
+
+void GraphModule::add_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> module) {
+  TORCH_CHECK(!path.empty(), "add_submodule: empty path");
+  auto [parent_path, name] = split_last(path);
+  std::shared_ptr<torch::nn::Module> parent = root_;
+  if (!parent_path.empty()) {
+    parent = find_submodule(parent_path);
+    if (parent == nullptr) {
+      add_submodule(parent_path, make_container_module());
+      parent = find_submodule(parent_path);
+    }
+  }
+  if (auto* container = dynamic_cast<ContainerImpl*>(parent.get())) {
+    container->set_child(name, std::move(module));
+    return;
+  }
+  if (child_of(*parent, name) != nullptr) parent->unregister_module(name);
+  parent->register_module(name, std::move(module));
+}
+
+bool GraphModule::delete_submodule(const std::string& path) {
+  auto [parent_path, name] = split_last(path);
+  auto parent = find_submodule(parent_path);
+  if (parent == nullptr || child_of(*parent, name) == nullptr) return false;
+  if (auto* container = dynamic_cast<ContainerImpl*>(parent.get())) {
+    container->remove_child(name);
+  } else {
+    parent->unregister_module(name);
+  }
+  return true;
+}
+
+bool GraphModule::has_attr(const std::string& path) const {
+  if (attributes_.count(path) > 0) return true;
+  auto [owner_path, name] = split_last(path);
+  auto owner = find_submodule(owner_path);
+  return owner != nullptr && tensor_of(*owner, name).has_value();
+}
+
+c10::IValue GraphModule::get_attr(const std::string& path) const {
+  auto it = attributes_.find(path);
+  if (it != attributes_.end()) return it->second;
+  auto [owner_path, name] = split_last(path);
+  auto owner = find_submodule(owner_path);
+  TORCH_CHECK(owner != nullptr, "GraphModule has no attribute '", path, "': no submodule '",
+              owner_path, "'");
+  auto tensor = tensor_of(*owner, name);
+  TORCH_CHECK(tensor.has_value(), "GraphModule has no attribute '", path, "'");
+  return *tensor;
+}
+
+void GraphModule::set_attr(const std::string& path, c10::IValue value) {
+  if (!value.isTensor()) {
+    attributes_[path] = std::move(value);
+    return;
+  }
+  attributes_.erase(path);
+  auto [owner_path, name] = split_last(path);
+  auto owner = owner_path.empty() ? root_ : find_submodule(owner_path);
+  if (owner == nullptr) {
+    add_submodule(owner_path, make_container_module());
+    owner = find_submodule(owner_path);
+  }
+  if (auto* container = dynamic_cast<ContainerImpl*>(owner.get())) {
+    container->set_tensor(name, value.toTensor());
+    return;
+  }
+  if (auto existing = tensor_of(*owner, name)) {
+    existing->set_data(value.toTensor());
+    return;
+  }
+  owner->register_buffer(name, value.toTensor());
+}
+
+std::string GraphModule::to_string() const {
+  std::string tree = module_repr(*root_);
+  size_t paren = tree.find('(');
+  return "GraphModule" + tree.substr(paren) + "\n" + code();
+}
+
+void GraphModule::lint() const {
+  graph_->lint();
+  for (Node* node : graph_->nodes()) {
+    if (node->op() == Opcode::kCallModule) {
+      TORCH_CHECK(find_submodule(node->target()) != nullptr, "lint: node %", node->name(),
+                  ": call_module target '", node->target(), "' is not a submodule\n",
+                  graph_->to_string());
+    } else if (node->op() == Opcode::kGetAttr) {
+      TORCH_CHECK(has_attr(node->target()), "lint: node %", node->name(),
+                  ": get_attr target '", node->target(), "' does not exist\n", graph_->to_string());
+    }
+  }
+}
+
+}  // namespace qfx::ir

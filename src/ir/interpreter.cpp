@@ -1,0 +1,251 @@
+// Interpreter: compile once, run many times.
+//
+//   compile:  node -> Step { what to call, argument code, slots to free }
+//   run:      for each step: evaluate arguments from slots, call, store the
+//             value in the node's slot, free the slots whose last use it was
+//
+// Arguments without nodes are converted to IValues at compile time.
+
+#include "qfx/ir/interpreter.h"
+
+#include "qfx/ir/graph_module.h"
+#include "qfx/ir/module_registry.h"
+#include "qfx/ir/op_registry.h"
+
+#include <c10/util/Exception.h>
+#include <torch/nn/module.h>
+
+#include <unordered_map>
+
+namespace qfx::ir {
+namespace {
+
+struct ArgCode {
+  enum class Kind { kConstant, kSlot, kList, kTuple, kSlice };
+  Kind kind = Kind::kConstant;
+  c10::IValue constant;
+  size_t slot = 0;
+  std::vector<ArgCode> items;
+};
+
+bool contains_node(const Argument& arg) {
+  bool found = false;
+  for_each_node(arg, [&found](Node*) { found = true; });
+  return found;
+}
+
+c10::IValue constant_value(const Argument& arg);
+
+std::vector<c10::IValue> constant_items(const Argument& arg) {
+  std::vector<c10::IValue> items;
+  for (const Argument& item : arg.items()) items.push_back(constant_value(item));
+  return items;
+}
+
+c10::IValue make_list(std::vector<c10::IValue> items) {
+  c10::impl::GenericList list(c10::AnyType::get());
+  for (auto& item : items) list.push_back(std::move(item));
+  return list;
+}
+
+c10::IValue constant_value(const Argument& arg) {
+  switch (arg.kind()) {
+    case Argument::Kind::kNone: return {};
+    case Argument::Kind::kBool: return arg.to_bool();
+    case Argument::Kind::kInt: return arg.to_int();
+    case Argument::Kind::kDouble: return arg.to_double();
+    case Argument::Kind::kString: return arg.to_string();
+    case Argument::Kind::kDtype: return static_cast<int64_t>(arg.to_dtype());
+    case Argument::Kind::kLayout: return static_cast<int64_t>(arg.to_layout());
+    case Argument::Kind::kMemoryFormat: return static_cast<int64_t>(arg.to_memory_format());
+    case Argument::Kind::kList: return make_list(constant_items(arg));
+    case Argument::Kind::kTuple: return c10::ivalue::Tuple::create(constant_items(arg));
+    case Argument::Kind::kSlice: {
+      auto items = constant_items(arg);
+      return make_slice(items[0], items[1], items[2]);
+    }
+    case Argument::Kind::kEllipsis: return make_ellipsis();
+    case Argument::Kind::kNode: break;
+  }
+  TORCH_CHECK(false, "internal: constant_value on a Node");
+}
+
+}  // namespace
+
+struct Interpreter::Program {
+  enum class StepKind { kPlaceholder, kConstant, kModule, kOp, kOutput };
+  struct Step {
+    const Node* node = nullptr;
+    StepKind kind = StepKind::kConstant;
+    size_t input_index = 0;
+    c10::IValue constant;  // get_attr value or placeholder default
+    bool has_default = false;
+    torch::nn::Module* module = nullptr;
+    const ModuleForward* forward = nullptr;
+    const OpFn* op = nullptr;
+    std::vector<ArgCode> args;
+    std::vector<std::pair<std::string, ArgCode>> kwargs;
+    std::vector<size_t> free_after;
+  };
+
+  std::vector<Step> steps;
+  std::vector<c10::IValue> slots;
+  size_t num_inputs = 0;
+  size_t num_required = 0;
+  std::vector<std::shared_ptr<torch::nn::Module>> keep_alive;
+  std::unordered_map<const Node*, size_t> slot_of;
+
+  ArgCode compile_arg(const Argument& arg) const;
+  Step compile_step(const GraphModule& gm, const Node& node);
+  c10::IValue eval(const ArgCode& code) const;
+  c10::IValue execute(const Step& step, std::vector<c10::IValue>& inputs) const;
+};
+
+ArgCode Interpreter::Program::compile_arg(const Argument& arg) const {
+  ArgCode code;
+  if (!contains_node(arg)) {
+    code.constant = constant_value(arg);
+    return code;
+  }
+  if (arg.is_node()) {
+    code.kind = ArgCode::Kind::kSlot;
+    code.slot = slot_of.at(arg.to_node());
+    return code;
+  }
+  code.kind = arg.kind() == Argument::Kind::kList    ? ArgCode::Kind::kList
+              : arg.kind() == Argument::Kind::kTuple ? ArgCode::Kind::kTuple
+                                                     : ArgCode::Kind::kSlice;
+  for (const Argument& item : arg.items()) code.items.push_back(compile_arg(item));
+  return code;
+}
+
+Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule& gm, const Node& node) {
+  Step step;
+  step.node = &node;
+  for (const Argument& a : node.args()) step.args.push_back(compile_arg(a));
+  for (const auto& [key, value] : node.kwargs()) step.kwargs.emplace_back(key, compile_arg(value));
+  switch (node.op()) {
+    case Opcode::kPlaceholder:
+      step.kind = StepKind::kPlaceholder;
+      step.input_index = num_inputs++;
+      step.has_default = !node.args().empty();
+      if (step.has_default) step.constant = constant_value(node.args()[0]);
+      else num_required = num_inputs;
+      break;
+    case Opcode::kGetAttr:
+      step.constant = gm.get_attr(node.target());
+      break;
+    case Opcode::kCallModule: {
+      auto module = gm.get_submodule(node.target());
+      const ModuleKind* kind = ModuleRegistry::instance().find(*module);
+      TORCH_CHECK(kind != nullptr, "submodule '", node.target(), "' is a ", module->name(),
+                  ", which qfx cannot run");
+      TORCH_CHECK(node.kwargs().empty(), "keyword arguments to modules are not supported");
+      step.kind = StepKind::kModule;
+      step.module = module.get();
+      step.forward = &kind->forward;
+      keep_alive.push_back(std::move(module));
+      break;
+    }
+    case Opcode::kCallFunction:
+    case Opcode::kCallMethod: {
+      bool is_fn = node.op() == Opcode::kCallFunction;
+      step.kind = StepKind::kOp;
+      step.op = (is_fn ? OpRegistry::functions() : OpRegistry::methods()).find(node.target());
+      TORCH_CHECK(step.op != nullptr, "no implementation of ", is_fn ? "function " : "method ",
+                  node.target());
+      break;
+    }
+    case Opcode::kOutput:
+      step.kind = StepKind::kOutput;
+      break;
+  }
+  return step;
+}
+
+c10::IValue Interpreter::Program::eval(const ArgCode& code) const {
+  switch (code.kind) {
+    case ArgCode::Kind::kConstant: return code.constant;
+    case ArgCode::Kind::kSlot: return slots[code.slot];
+    default: break;
+  }
+  std::vector<c10::IValue> items;
+  items.reserve(code.items.size());
+  for (const ArgCode& item : code.items) items.push_back(eval(item));
+  if (code.kind == ArgCode::Kind::kList) return make_list(std::move(items));
+  if (code.kind == ArgCode::Kind::kTuple) return c10::ivalue::Tuple::create(std::move(items));
+  return make_slice(items[0], items[1], items[2]);
+}
+
+c10::IValue Interpreter::Program::execute(const Step& step, std::vector<c10::IValue>& inputs) const {
+  switch (step.kind) {
+    case StepKind::kPlaceholder:
+      return step.input_index < inputs.size() ? std::move(inputs[step.input_index]) : step.constant;
+    case StepKind::kConstant:
+      return step.constant;
+    case StepKind::kOutput:
+      return eval(step.args.at(0));
+    default:
+      break;
+  }
+  std::vector<c10::IValue> args;
+  args.reserve(step.args.size());
+  for (const ArgCode& a : step.args) args.push_back(eval(a));
+  if (step.kind == StepKind::kModule) return (*step.forward)(*step.module, args);
+  CallArgs::KwargValues kwargs;
+  for (const auto& [key, code] : step.kwargs) kwargs.emplace_back(key, eval(code));
+  return (*step.op)(CallArgs(std::move(args), std::move(kwargs)));
+}
+
+Interpreter::Interpreter(const GraphModule& gm) : program_(std::make_unique<Program>()) {
+  Program& p = *program_;
+  for (Node* node : gm.graph().nodes()) {
+    try {
+      p.steps.push_back(p.compile_step(gm, *node));
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, "While compiling ", node->format(), ": ", e.what_without_backtrace());
+    }
+    p.slot_of[node] = p.steps.size() - 1;
+  }
+  // Walking backwards, the first use seen of a value is its last use.
+  std::vector<bool> seen(p.steps.size(), false);
+  for (size_t i = p.steps.size(); i-- > 0;) {
+    for (Node* input : p.steps[i].node->input_nodes()) {
+      size_t slot = p.slot_of.at(input);
+      if (!seen[slot]) {
+        seen[slot] = true;
+        p.steps[i].free_after.push_back(slot);
+      }
+    }
+  }
+  p.slots.resize(p.steps.size());
+}
+
+Interpreter::~Interpreter() = default;
+
+void Interpreter::set_node_hook(NodeHook hook) { hook_ = std::move(hook); }
+
+size_t Interpreter::num_inputs() const { return program_->num_inputs; }
+
+c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
+  Program& p = *program_;
+  TORCH_CHECK(inputs.size() >= p.num_required && inputs.size() <= p.num_inputs, "forward() takes ",
+              p.num_required == p.num_inputs ? "" : "at least ", p.num_required, " input(s), got ",
+              inputs.size());
+  c10::IValue result;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Program::Step& step = p.steps[i];
+    try {
+      p.slots[i] = p.execute(step, inputs);
+      if (hook_) hook_(*step.node, p.slots[i]);
+    } catch (const c10::Error& e) {
+      std::fill(p.slots.begin(), p.slots.end(), c10::IValue());
+      TORCH_CHECK(false, "While executing ", step.node->format(), ": ", e.what_without_backtrace());
+    }
+    if (step.kind == Program::StepKind::kOutput) result = std::move(p.slots[i]);
+    for (size_t slot : step.free_after) p.slots[slot] = c10::IValue();
+  }
+  return result;
+}
+
+}  // namespace qfx::ir

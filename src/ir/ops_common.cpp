@@ -1,0 +1,129 @@
+// Python arithmetic and indexing semantics for the interpreter's op rows.
+
+#include "ops_common.h"
+
+#include <ATen/ATen.h>
+#include <ATen/TensorIndexing.h>
+
+#include <cmath>
+
+namespace qfx::ir {
+namespace {
+
+at::Tensor tensor_op(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
+  switch (op) {
+    case BinaryOp::kAdd: return at::add(a, b);
+    case BinaryOp::kSub: return at::sub(a, b);
+    case BinaryOp::kMul: return at::mul(a, b);
+    case BinaryOp::kTrueDiv: return at::div(a, b);
+    case BinaryOp::kFloorDiv: return at::floor_divide(a, b);
+    case BinaryOp::kMatMul: return at::matmul(a, b);
+  }
+  TORCH_CHECK(false, "unknown binary op");
+}
+
+at::Tensor tensor_scalar_op(BinaryOp op, const at::Tensor& a, const at::Scalar& b) {
+  switch (op) {
+    case BinaryOp::kAdd: return at::add(a, b);
+    case BinaryOp::kSub: return at::sub(a, b);
+    case BinaryOp::kMul: return at::mul(a, b);
+    case BinaryOp::kTrueDiv: return at::div(a, b);
+    case BinaryOp::kFloorDiv: return at::floor_divide(a, b);
+    case BinaryOp::kMatMul: break;
+  }
+  TORCH_CHECK(false, "matmul needs two tensors");
+}
+
+// The reflected operators of torch.Tensor: `scalar <op> tensor`.
+at::Tensor scalar_tensor_op(BinaryOp op, const at::Scalar& a, const at::Tensor& b) {
+  switch (op) {
+    case BinaryOp::kAdd: return at::add(b, a);
+    case BinaryOp::kSub: return at::rsub(b, a);
+    case BinaryOp::kMul: return at::mul(b, a);
+    case BinaryOp::kTrueDiv: return at::mul(at::reciprocal(b), a);
+    case BinaryOp::kFloorDiv: return at::floor_divide(at::scalar_tensor(a, b.options()), b);
+    case BinaryOp::kMatMul: break;
+  }
+  TORCH_CHECK(false, "matmul needs two tensors");
+}
+
+c10::IValue int_op(BinaryOp op, int64_t a, int64_t b) {
+  switch (op) {
+    case BinaryOp::kAdd: return a + b;
+    case BinaryOp::kSub: return a - b;
+    case BinaryOp::kMul: return a * b;
+    case BinaryOp::kTrueDiv: return static_cast<double>(a) / static_cast<double>(b);
+    case BinaryOp::kFloorDiv: {
+      TORCH_CHECK(b != 0, "integer division by zero");
+      int64_t q = a / b;
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+    }
+    case BinaryOp::kMatMul: break;
+  }
+  TORCH_CHECK(false, "matmul needs two tensors");
+}
+
+c10::IValue double_op(BinaryOp op, double a, double b) {
+  switch (op) {
+    case BinaryOp::kAdd: return a + b;
+    case BinaryOp::kSub: return a - b;
+    case BinaryOp::kMul: return a * b;
+    case BinaryOp::kTrueDiv: return a / b;
+    case BinaryOp::kFloorDiv: return std::floor(a / b);
+    case BinaryOp::kMatMul: break;
+  }
+  TORCH_CHECK(false, "matmul needs two tensors");
+}
+
+at::indexing::TensorIndex tensor_index(const c10::IValue& v) {
+  using namespace at::indexing;
+  if (v.isNone()) return TensorIndex(None);
+  if (v.isInt()) return TensorIndex(v.toInt());
+  if (v.isBool()) return TensorIndex(v.toBool());
+  if (v.isTensor()) return TensorIndex(v.toTensor());
+  if (is_ellipsis(v)) return TensorIndex(Ellipsis);
+  if (is_slice(v)) {
+    const auto& e = v.toTupleRef().elements();
+    auto part = [&e](size_t i) { return e[i].isNone() ? c10::optional<int64_t>() : e[i].toInt(); };
+    return TensorIndex(Slice(part(0), part(1), part(2)));
+  }
+  TORCH_CHECK(false, "unsupported tensor index of type ", v.tagKind());
+}
+
+}  // namespace
+
+c10::IValue binary(BinaryOp op, const c10::IValue& lhs, const c10::IValue& rhs) {
+  if (lhs.isTensor() && rhs.isTensor()) return tensor_op(op, lhs.toTensor(), rhs.toTensor());
+  if (lhs.isTensor() && rhs.isScalar()) return tensor_scalar_op(op, lhs.toTensor(), rhs.toScalar());
+  if (lhs.isScalar() && rhs.isTensor()) return scalar_tensor_op(op, lhs.toScalar(), rhs.toTensor());
+  if (lhs.isInt() && rhs.isInt()) return int_op(op, lhs.toInt(), rhs.toInt());
+  TORCH_CHECK(lhs.isScalar() && rhs.isScalar(), "unsupported operand types ", lhs.tagKind(),
+              " and ", rhs.tagKind());
+  return double_op(op, lhs.toScalar().toDouble(), rhs.toScalar().toDouble());
+}
+
+c10::IValue getitem(const c10::IValue& object, const c10::IValue& index) {
+  if (object.isList() || object.isTuple()) {
+    auto items = object.isList() ? object.toListRef().vec() : object.toTupleRef().elements().vec();
+    TORCH_CHECK(index.isInt(), "list and tuple indices must be integers, got ", index.tagKind());
+    int64_t i = index.toInt();
+    int64_t n = static_cast<int64_t>(items.size());
+    TORCH_CHECK(i >= -n && i < n, "index ", i, " is out of range for a sequence of ", n);
+    return items[i < 0 ? i + n : i];
+  }
+  TORCH_CHECK(object.isTensor(), "object of type ", object.tagKind(), " is not subscriptable");
+  std::vector<at::indexing::TensorIndex> indices;
+  if (index.isTuple() && !is_slice(index) && !is_ellipsis(index)) {
+    for (const c10::IValue& part : index.toTupleRef().elements()) indices.push_back(tensor_index(part));
+  } else {
+    indices.push_back(tensor_index(index));
+  }
+  return object.toTensor().index(indices);
+}
+
+c10::IValue int_tuple(c10::IntArrayRef values) {
+  std::vector<c10::IValue> items(values.begin(), values.end());
+  return c10::ivalue::Tuple::create(std::move(items));
+}
+
+}  // namespace qfx::ir

@@ -1,0 +1,188 @@
+// call_function rows for torch.nn.functional: each reads its arguments with
+// the Python signature's names and defaults and calls the same ATen op that
+// PyTorch's Python function calls.
+
+#include "qfx/ir/op_registry.h"
+
+#include <ATen/ATen.h>
+
+namespace qfx::ir {
+namespace {
+
+using A = const CallArgs&;
+
+at::Tensor relu(A a) {
+  at::Tensor x = a.tensor(0, "input");
+  return a.bool_or(1, "inplace", false) ? at::relu_(x) : at::relu(x);
+}
+
+at::Tensor hardtanh(A a, double lo, double hi, size_t inplace_index) {
+  at::Tensor x = a.tensor(0, "input");
+  return a.bool_or(inplace_index, "inplace", false) ? at::hardtanh_(x, lo, hi) : at::hardtanh(x, lo, hi);
+}
+
+template <at::Tensor (*Op)(const at::Tensor&), at::Tensor& (*Inplace)(at::Tensor&)>
+c10::IValue unary_inplace(A a) {
+  at::Tensor x = a.tensor(0, "input");
+  return a.bool_or(1, "inplace", false) ? Inplace(x) : Op(x);
+}
+
+at::Tensor softmax(A a, bool log) {
+  at::Tensor x = a.tensor(0, "input");
+  int64_t dim = a.to_int(1, "dim");
+  auto dtype = a.optional_dtype(3, "dtype");
+  return log ? at::log_softmax(x, dim, dtype) : at::softmax(x, dim, dtype);
+}
+
+template <int64_t N>
+std::vector<int64_t> expand(std::vector<int64_t> v) {
+  if (v.size() == 1 && N > 1) v.assign(N, v[0]);
+  return v;
+}
+
+template <int N>
+at::Tensor conv(A a) {
+  std::vector<int64_t> one(N, 1);
+  std::vector<int64_t> zero(N, 0);
+  return at::convolution(a.tensor(0, "input"), a.tensor(1, "weight"), a.optional_tensor(2, "bias"),
+                         expand<N>(a.int_list_or(3, "stride", one)), expand<N>(a.int_list_or(4, "padding", zero)),
+                         expand<N>(a.int_list_or(5, "dilation", one)), false, zero, a.int_or(6, "groups", 1));
+}
+
+template <int N>
+at::Tensor max_pool(A a) {
+  at::Tensor x = a.tensor(0, "input");
+  auto kernel = expand<N>(a.int_list(1, "kernel_size"));
+  auto stride = expand<N>(a.int_list_or(2, "stride", kernel));
+  if (stride.empty()) stride = kernel;  // aten's default `[]` means "the kernel size"
+  auto padding = expand<N>(a.int_list_or(3, "padding", {0}));
+  auto dilation = expand<N>(a.int_list_or(4, "dilation", {1}));
+  bool ceil = a.bool_or(5, "ceil_mode", false);
+  TORCH_CHECK(!a.bool_or(6, "return_indices", false), "max_pool with return_indices is not supported");
+  if (N == 1) return at::max_pool1d(x, kernel, stride, padding, dilation, ceil);
+  if (N == 2) return at::max_pool2d(x, kernel, stride, padding, dilation, ceil);
+  return at::max_pool3d(x, kernel, stride, padding, dilation, ceil);
+}
+
+template <int N>
+at::Tensor avg_pool(A a) {
+  at::Tensor x = a.tensor(0, "input");
+  auto kernel = expand<N>(a.int_list(1, "kernel_size"));
+  auto stride = expand<N>(a.int_list_or(2, "stride", kernel));
+  if (stride.empty()) stride = kernel;
+  auto padding = expand<N>(a.int_list_or(3, "padding", {0}));
+  bool ceil = a.bool_or(4, "ceil_mode", false);
+  bool count_pad = a.bool_or(5, "count_include_pad", true);
+  const c10::IValue* divisor = a.find(6, "divisor_override");
+  c10::optional<int64_t> div = divisor ? c10::optional<int64_t>(divisor->toInt()) : c10::nullopt;
+  if (N == 1) return at::avg_pool1d(x, kernel, stride, padding, ceil, count_pad);
+  if (N == 2) return at::avg_pool2d(x, kernel, stride, padding, ceil, count_pad, div);
+  return at::avg_pool3d(x, kernel, stride, padding, ceil, count_pad, div);
+}
+
+template <int N>
+at::Tensor adaptive_avg_pool(A a) {
+  at::Tensor x = a.tensor(0, "input");
+  auto size = expand<N>(a.int_list(1, "output_size"));
+  if (N == 1) return at::adaptive_avg_pool1d(x, size);
+  if (N == 2) return at::adaptive_avg_pool2d(x, size);
+  return at::adaptive_avg_pool3d(x, size);
+}
+
+at::Tensor dropout(A a) {
+  at::Tensor x = a.tensor(0, "input");
+  double p = a.double_or(1, "p", 0.5);
+  bool train = a.bool_or(2, "training", true);
+  return a.bool_or(3, "inplace", false) ? at::dropout_(x, p, train) : at::dropout(x, p, train);
+}
+
+at::Tensor batch_norm(A a) {
+  return at::batch_norm(a.tensor(0, "input"), a.optional_tensor(3, "weight"), a.optional_tensor(4, "bias"),
+                        a.optional_tensor(1, "running_mean"), a.optional_tensor(2, "running_var"),
+                        a.bool_or(5, "training", false), a.double_or(6, "momentum", 0.1),
+                        a.double_or(7, "eps", 1e-5), true);
+}
+
+at::Tensor embedding(A a) {
+  at::Tensor weight = a.tensor(1, "weight");
+  int64_t padding_idx = a.int_or(2, "padding_idx", -1);
+  if (a.find(2, "padding_idx") != nullptr && padding_idx < 0) padding_idx += weight.size(0);
+  TORCH_CHECK(a.find(3, "max_norm") == nullptr, "embedding with max_norm is not supported");
+  return at::embedding(weight, a.tensor(0, "input"), padding_idx,
+                       a.bool_or(5, "scale_grad_by_freq", false), a.bool_or(6, "sparse", false));
+}
+
+at::Tensor pad(A a) {
+  at::Tensor x = a.tensor(0, "input");
+  auto pads = a.int_list(1, "pad");
+  const c10::IValue* mode = a.find(2, "mode");
+  std::string m = mode ? mode->toStringRef() : "constant";
+  double value = a.double_or(3, "value", 0.0);
+  return at::pad(x, pads, m, m == "constant" ? c10::optional<double>(value) : c10::nullopt);
+}
+
+const bool kRegistered = [] {
+  OpRegistry::functions().add({
+      {"torch.nn.functional.relu", [](A a) -> c10::IValue { return relu(a); }},
+      {"torch.nn.functional.relu6", [](A a) -> c10::IValue { return hardtanh(a, 0.0, 6.0, 1); }},
+      {"torch.nn.functional.hardtanh", [](A a) -> c10::IValue {
+         return hardtanh(a, a.double_or(1, "min_val", -1.0), a.double_or(2, "max_val", 1.0), 3);
+       }},
+      {"torch.nn.functional.hardswish", unary_inplace<at::hardswish, at::hardswish_>},
+      {"torch.nn.functional.hardsigmoid", unary_inplace<at::hardsigmoid, at::hardsigmoid_>},
+      {"torch.nn.functional.silu", unary_inplace<at::silu, at::silu_>},
+      {"torch.nn.functional.sigmoid", [](A a) -> c10::IValue { return at::sigmoid(a.tensor(0, "input")); }},
+      {"torch.nn.functional.tanh", [](A a) -> c10::IValue { return at::tanh(a.tensor(0, "input")); }},
+      {"torch.nn.functional.gelu", [](A a) -> c10::IValue {
+         const c10::IValue* approximate = a.find(1, "approximate");
+         return at::gelu(a.tensor(0, "input"), approximate ? approximate->toStringRef() : "none");
+       }},
+      {"torch.nn.functional.elu", [](A a) -> c10::IValue {
+         at::Tensor x = a.tensor(0, "input");
+         double alpha = a.double_or(1, "alpha", 1.0);
+         return a.bool_or(2, "inplace", false) ? at::elu_(x, alpha) : at::elu(x, alpha);
+       }},
+      {"torch.nn.functional.leaky_relu", [](A a) -> c10::IValue {
+         at::Tensor x = a.tensor(0, "input");
+         double slope = a.double_or(1, "negative_slope", 0.01);
+         return a.bool_or(2, "inplace", false) ? at::leaky_relu_(x, slope) : at::leaky_relu(x, slope);
+       }},
+      {"torch.nn.functional.prelu", [](A a) -> c10::IValue {
+         return at::prelu(a.tensor(0, "input"), a.tensor(1, "weight"));
+       }},
+      {"torch.nn.functional.softmax", [](A a) -> c10::IValue { return softmax(a, false); }},
+      {"torch.nn.functional.log_softmax", [](A a) -> c10::IValue { return softmax(a, true); }},
+      {"torch.nn.functional.linear", [](A a) -> c10::IValue {
+         return at::linear(a.tensor(0, "input"), a.tensor(1, "weight"), a.optional_tensor(2, "bias"));
+       }},
+      {"torch.nn.functional.conv1d", [](A a) -> c10::IValue { return conv<1>(a); }},
+      {"torch.nn.functional.conv2d", [](A a) -> c10::IValue { return conv<2>(a); }},
+      {"torch.nn.functional.conv3d", [](A a) -> c10::IValue { return conv<3>(a); }},
+      {"torch.nn.functional.max_pool1d", [](A a) -> c10::IValue { return max_pool<1>(a); }},
+      {"torch.nn.functional.max_pool2d", [](A a) -> c10::IValue { return max_pool<2>(a); }},
+      {"torch.nn.functional.max_pool3d", [](A a) -> c10::IValue { return max_pool<3>(a); }},
+      {"torch.nn.functional.avg_pool1d", [](A a) -> c10::IValue { return avg_pool<1>(a); }},
+      {"torch.nn.functional.avg_pool2d", [](A a) -> c10::IValue { return avg_pool<2>(a); }},
+      {"torch.nn.functional.avg_pool3d", [](A a) -> c10::IValue { return avg_pool<3>(a); }},
+      {"torch.nn.functional.adaptive_avg_pool1d", [](A a) -> c10::IValue { return adaptive_avg_pool<1>(a); }},
+      {"torch.nn.functional.adaptive_avg_pool2d", [](A a) -> c10::IValue { return adaptive_avg_pool<2>(a); }},
+      {"torch.nn.functional.adaptive_avg_pool3d", [](A a) -> c10::IValue { return adaptive_avg_pool<3>(a); }},
+      {"torch.nn.functional.dropout", [](A a) -> c10::IValue { return dropout(a); }},
+      {"torch.nn.functional.layer_norm", [](A a) -> c10::IValue {
+         return at::layer_norm(a.tensor(0, "input"), a.int_list(1, "normalized_shape"),
+                               a.optional_tensor(2, "weight"), a.optional_tensor(3, "bias"),
+                               a.double_or(4, "eps", 1e-5));
+       }},
+      {"torch.nn.functional.group_norm", [](A a) -> c10::IValue {
+         return at::group_norm(a.tensor(0, "input"), a.to_int(1, "num_groups"), a.optional_tensor(2, "weight"),
+                               a.optional_tensor(3, "bias"), a.double_or(4, "eps", 1e-5));
+       }},
+      {"torch.nn.functional.batch_norm", [](A a) -> c10::IValue { return batch_norm(a); }},
+      {"torch.nn.functional.embedding", [](A a) -> c10::IValue { return embedding(a); }},
+      {"torch.nn.functional.pad", [](A a) -> c10::IValue { return pad(a); }},
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace qfx::ir

@@ -1,0 +1,60 @@
+// Module kinds: activations, with Python's extra_repr.
+
+#include "module_kinds.h"
+
+#include "qfx/nn/activation.h"
+
+#include <torch/nn/modules/activation.h>
+
+namespace qfx::nn {
+namespace {
+
+using detail::add_kind;
+using detail::as;
+using detail::py_float;
+
+std::string inplace_only(bool inplace) { return inplace ? "inplace=True" : ""; }
+std::string inplace_suffix(bool inplace) { return inplace ? ", inplace=True" : ""; }
+std::string no_repr(const torch::nn::Module&) { return ""; }
+
+const bool kRegistered = [] {
+  add_kind<torch::nn::ReLUImpl>("torch.nn.ReLU", [](const torch::nn::Module& m) {
+    return inplace_only(as<torch::nn::ReLUImpl>(m).options.inplace());
+  });
+  add_kind<torch::nn::ReLU6Impl>("torch.nn.ReLU6", [](const torch::nn::Module& m) {
+    return inplace_only(as<torch::nn::ReLU6Impl>(m).options.inplace());
+  });
+  add_kind<torch::nn::HardtanhImpl>("torch.nn.Hardtanh", [](const torch::nn::Module& m) {
+    const auto& o = as<torch::nn::HardtanhImpl>(m).options;
+    return "min_val=" + py_float(o.min_val()) + ", max_val=" + py_float(o.max_val()) +
+           inplace_suffix(o.inplace());
+  });
+  add_kind<HardswishImpl>("torch.nn.Hardswish", no_repr);
+  add_kind<HardsigmoidImpl>("torch.nn.Hardsigmoid", no_repr);
+  add_kind<SiLUImpl>("torch.nn.SiLU", [](const torch::nn::Module& m) {
+    return inplace_only(as<SiLUImpl>(m).options.inplace());
+  });
+  add_kind<torch::nn::GELUImpl>("torch.nn.GELU", [](const torch::nn::Module& m) {
+    return "approximate=" + ir::python_str_repr(as<torch::nn::GELUImpl>(m).options.approximate());
+  });
+  add_kind<torch::nn::SigmoidImpl>("torch.nn.Sigmoid", no_repr);
+  add_kind<torch::nn::TanhImpl>("torch.nn.Tanh", no_repr);
+  add_kind<torch::nn::LeakyReLUImpl>("torch.nn.LeakyReLU", [](const torch::nn::Module& m) {
+    const auto& o = as<torch::nn::LeakyReLUImpl>(m).options;
+    return "negative_slope=" + py_float(o.negative_slope()) + inplace_suffix(o.inplace());
+  });
+  add_kind<torch::nn::ELUImpl>("torch.nn.ELU", [](const torch::nn::Module& m) {
+    const auto& o = as<torch::nn::ELUImpl>(m).options;
+    return "alpha=" + py_float(o.alpha()) + inplace_suffix(o.inplace());
+  });
+  add_kind<torch::nn::PReLUImpl>("torch.nn.PReLU", [](const torch::nn::Module& m) {
+    return "num_parameters=" + std::to_string(as<torch::nn::PReLUImpl>(m).options.num_parameters());
+  });
+  add_kind<torch::nn::SoftmaxImpl>("torch.nn.Softmax", [](const torch::nn::Module& m) {
+    return "dim=" + std::to_string(as<torch::nn::SoftmaxImpl>(m).options.dim());
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace qfx::nn
