@@ -1,1 +1,53 @@
-int main() { return 0; }
+// qfx: the command-line driver. Parses the subcommand, runs it, and turns any
+// error into one line on stderr and a non-zero exit: 2 for usage errors, 1 for
+// everything else.
+
+#include "commands.h"
+
+#include <c10/util/Exception.h>
+
+#include <iostream>
+
+namespace {
+
+std::string one_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+int fail(const std::string& message, int code) {
+  std::cerr << "qfx: error: " << one_line(message) << "\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"qfx: FX graph mode quantization for C++"};
+  app.require_subcommand(1);
+  qfx::cli::Action action;
+  qfx::cli::add_print_command(app, action);
+  qfx::cli::add_run_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    return fail(std::string(e.what()) + " (see qfx --help)", 2);
+  }
+  try {
+    action();
+  } catch (const c10::Error& e) {
+    return fail(e.what_without_backtrace(), 1);
+  } catch (const std::exception& e) {
+    return fail(e.what(), 1);
+  }
+  return 0;
+}

@@ -1,0 +1,46 @@
+#pragma once
+/// \file
+/// TorchScript import: a model saved with `torch.jit.trace` (or
+/// `torch.jit.script`, when forward() has no data-dependent control flow)
+/// becomes a GraphModule shaped as `torch.fx.symbolic_trace` would trace the
+/// Python model:
+///
+/// - `torch.nn` modules of the supported kinds (see nn/float_modules.h) are
+///   leaves: `call_module` nodes whose targets are their paths
+///   (`layer1.0.conv1`), with weights and hyper-parameters read from the file;
+/// - `nn.Sequential` and user modules are inlined, as FX does;
+/// - ATen ops become `call_function`/`call_method` nodes with FX's targets
+///   (`x + y` -> `operator.add`, `torch.flatten`, `x.view(...)`), named as FX
+///   names them;
+/// - constant control flow (`if self.use_bn:`) and loops with constant trip
+///   counts are evaluated; data-dependent control flow is an error.
+///
+/// What cannot be imported (an ATen op without a mapping, a `torch.nn`
+/// module of an unsupported kind, data-dependent control flow) raises
+/// c10::Error naming the op, the module path and the source location.
+
+#include "qfx/ir/graph_module.h"
+
+#include <memory>
+#include <string>
+
+namespace torch::jit {
+struct Module;
+}
+
+namespace qfx::io {
+
+/// Imports the TorchScript archive at `path`. Raises c10::Error naming the
+/// file when it is missing or not a TorchScript archive.
+///
+/// Example:
+/// \code
+///   auto gm = qfx::io::import_torchscript("resnet18.pt");
+///   std::cout << gm->code();
+/// \endcode
+std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path);
+
+/// Imports a loaded TorchScript module.
+std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& module);
+
+}  // namespace qfx::io

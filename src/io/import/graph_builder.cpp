@@ -1,0 +1,265 @@
+// GraphBuilder: turns walked TorchScript calls into FX nodes.
+//
+//   prim::CallMethod on a leaf module  -> call_module[target=path]
+//   prim::CallMethod on another module -> its method graph, walked inline
+//   aten op                            -> op table row (or a custom row)
+//   tensor attribute / constant        -> get_attr, created at first use
+
+#include "graph_builder.h"
+
+#include "leaf_modules.h"
+#include "op_table.h"
+
+#include "qfx/ir/graph.h"
+
+#include <c10/util/Exception.h>
+
+#include <limits>
+#include <numeric>
+#include <regex>
+
+namespace qfx::io::detail {
+namespace {
+
+bool static_equals(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isNone() || b.isNone()) return a.isNone() && b.isNone();
+  if ((a.isInt() || a.isDouble() || a.isBool()) && (b.isInt() || b.isDouble() || b.isBool())) {
+    return a.toScalar().toDouble() == b.toScalar().toDouble();
+  }
+  if (a.isString() && b.isString()) return a.toStringRef() == b.toStringRef();
+  if (a.isList() && b.isList()) {
+    auto x = a.toListRef();
+    auto y = b.toListRef();
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (!static_equals(x[i], y[i])) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool is_default(const c10::Argument& schema_arg, const ImportValue& value) {
+  return value.is_static() && schema_arg.default_value() &&
+         static_equals(value.constant, *schema_arg.default_value());
+}
+
+bool is_enum_type(const c10::TypePtr& type, c10::TypeKind kind) {
+  if (type == nullptr) return false;
+  if (auto optional = type->cast<c10::OptionalType>()) return is_enum_type(optional->getElementType(), kind);
+  return type->kind() == kind;
+}
+
+ir::Argument full_slice() { return ir::Argument::slice({}, {}, {}); }
+
+}  // namespace
+
+std::string python_class_name(const torch::jit::Module& module) {
+  std::string name = module.type()->name()->qualifiedName();
+  static const std::regex kMangle(R"(___torch_mangle_\d+\.)");
+  name = std::regex_replace(name, kMangle, "");
+  const std::string prefix = "__torch__.";
+  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+}
+
+bool is_leaf_module(const std::string& python_class) {
+  bool under_nn = python_class.rfind("torch.nn.", 0) == 0 || python_class.rfind("torch.ao.nn.", 0) == 0;
+  return under_nn && python_class != "torch.nn.modules.container.Sequential";
+}
+
+void GraphBuilder::import_forward(const torch::jit::Module& root) {
+  auto method = root.get_method("forward");
+  const torch::jit::Graph& graph = *method.graph();
+  std::vector<ImportValue> inputs{ImportValue::of_module("", root)};
+  for (size_t i = 1; i < graph.inputs().size(); ++i) {
+    std::string name = graph.inputs()[i]->debugName();
+    name = name.substr(0, name.find('.'));  // "x.1" -> "x"
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "input";
+    inputs.push_back(ImportValue::of_node(gm_.graph().placeholder(name)));
+  }
+  auto outputs = walker_.run(graph, std::move(inputs));
+  gm_.graph().output(output_argument(outputs.at(0)));
+}
+
+ir::Argument GraphBuilder::output_argument(const ImportValue& value) {
+  return to_argument(value);
+}
+
+ImportValue GraphBuilder::call_module(const ImportValue& module, const std::string& method,
+                                      std::vector<ImportValue> args) {
+  std::string type = python_class_name(*module.module);
+  if (is_leaf_module(type)) return leaf_call(module, std::move(args));
+  std::vector<ImportValue> inputs{module};
+  for (auto& a : args) inputs.push_back(std::move(a));
+  auto outputs = walker_.run(*module.module->get_method(method).graph(), std::move(inputs));
+  return outputs.at(0);
+}
+
+ImportValue GraphBuilder::leaf_call(const ImportValue& module, std::vector<ImportValue> args) {
+  const std::string& path = module.path;
+  if (!built_leaves_[path]) {
+    std::string type = python_class_name(*module.module);
+    std::shared_ptr<torch::nn::Module> built;
+    try {
+      built = build_leaf_module(*module.module, type);
+    } catch (const c10::Error& e) {
+      walker_.fail(std::string("cannot read ") + type + ": " + e.what_without_backtrace());
+    }
+    if (built == nullptr) walker_.fail("unsupported module type " + type);
+    gm_.add_submodule(path, std::move(built));
+    built_leaves_[path] = true;
+  }
+  std::vector<ir::Argument> fx_args;
+  for (const ImportValue& a : args) fx_args.push_back(to_argument(a));
+  return ImportValue::of_node(gm_.graph().call_module(path, std::move(fx_args)));
+}
+
+std::vector<ImportValue> GraphBuilder::call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) {
+  std::string kind = node.kind().toQualString();
+  ir::Node* fx_node = nullptr;
+  if (has_custom_mapping(kind)) {
+    fx_node = custom_op(node, inputs);
+  } else if (find_op_mapping(kind) != nullptr) {
+    fx_node = mapped_op(node, inputs);
+  } else {
+    walker_.fail("unsupported op " + kind);
+  }
+  ImportValue result = ImportValue::of_node(fx_node);
+  if (node.outputs().size() == 1) return {result};
+  std::vector<ImportValue> outputs;
+  for (size_t i = 0; i < node.outputs().size(); ++i) outputs.push_back(element(result, static_cast<int64_t>(i)));
+  return outputs;
+}
+
+ImportValue GraphBuilder::element(const ImportValue& sequence, int64_t index) {
+  if (sequence.kind != ImportValue::Kind::kNode) walker_.fail("indexing a value that is not a node");
+  return ImportValue::of_node(gm_.graph().call_function("operator.getitem", {sequence.node, index}));
+}
+
+ir::Node* GraphBuilder::mapped_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
+  const OpMapping& m = *find_op_mapping(node.kind().toQualString());
+  const auto& schema_args = node.schema().arguments();
+  std::vector<int> order = m.order;
+  if (order.empty()) {
+    order.resize(inputs.size());
+    std::iota(order.begin(), order.end(), 0);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bool selected = std::find(order.begin(), order.end(), static_cast<int>(i)) != order.end();
+    if (!selected && !is_default(schema_args[i], inputs[i])) {
+      walker_.fail("cannot express argument '" + schema_args[i].name() + "' of " + node.kind().toQualString());
+    }
+  }
+  std::vector<int> positional;
+  std::vector<int> keyword;
+  for (int i : order) {
+    if (schema_args[i].kwarg_only()) {
+      if (!is_default(schema_args[i], inputs[i])) keyword.push_back(i);
+    } else {
+      positional.push_back(i);
+    }
+  }
+  while (!positional.empty() && is_default(schema_args[positional.back()], inputs[positional.back()])) {
+    positional.pop_back();
+  }
+  std::string target = m.target;
+  bool fits = m.max_positional < 0 || (static_cast<int>(positional.size()) <= m.max_positional && keyword.empty());
+  if (!fits) {
+    if (*m.fallback == '\0') walker_.fail(std::string("cannot express the arguments of ") + node.kind().toQualString());
+    target = m.fallback;
+  }
+  std::vector<ir::Argument> args;
+  for (int i : positional) args.push_back(to_argument(inputs[i], schema_args[i].real_type()));
+  ir::Kwargs kwargs;
+  for (int i : keyword) kwargs.emplace_back(schema_args[i].name(), to_argument(inputs[i], schema_args[i].real_type()));
+  if (m.inplace) kwargs.emplace_back("inplace", true);
+  return gm_.graph().create_node(m.op, target, std::move(args), std::move(kwargs));
+}
+
+ir::Node* GraphBuilder::custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
+  std::string kind = node.kind().toQualString();
+  auto arg = [&](size_t i) { return to_argument(inputs.at(i)); };
+  auto static_int = [&](size_t i) -> int64_t {
+    if (!inputs.at(i).is_static() || !inputs[i].constant.isInt()) walker_.fail(kind + ": non-constant dimension");
+    return inputs[i].constant.toInt();
+  };
+  if (kind == "aten::_convolution") {
+    // _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
+    if (!inputs[6].is_static() || inputs[6].constant.toBool()) walker_.fail("transposed functional convolution");
+    size_t dims = inputs[3].constant.toIntList().size();
+    std::string target = "torch.nn.functional.conv" + std::to_string(dims) + "d";
+    return gm_.graph().call_function(target, {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(8)});
+  }
+  // aten::slice(self, dim, start, end, step) / aten::select(self, dim, index) => x[..., index]
+  int64_t dim = static_int(1);
+  if (dim < 0) walker_.fail(kind + " with a negative dimension");
+  ir::Argument index;
+  if (kind == "aten::select") {
+    index = arg(2);
+  } else {
+    auto bound = [&](size_t i, int64_t trivial) -> ir::Argument {
+      const ImportValue& v = inputs.at(i);
+      if (v.is_static() && (v.constant.isNone() || (v.constant.isInt() && v.constant.toInt() == trivial))) return {};
+      return arg(i);
+    };
+    index = ir::Argument::slice(bound(2, 0), bound(3, std::numeric_limits<int64_t>::max()), bound(4, 1));
+  }
+  if (dim == 0) return gm_.graph().call_function("operator.getitem", {arg(0), index});
+  ir::Argument::Items parts(static_cast<size_t>(dim), full_slice());
+  parts.push_back(index);
+  return gm_.graph().call_function("operator.getitem", {arg(0), ir::Argument::tuple(parts)});
+}
+
+ir::Node* GraphBuilder::attribute_node(const std::string& path, const at::Tensor& tensor) {
+  auto it = attribute_nodes_.find(path);
+  if (it != attribute_nodes_.end()) return it->second;
+  if (!gm_.has_attr(path)) gm_.set_attr(path, tensor);
+  ir::Node* node = gm_.graph().get_attr(path);
+  attribute_nodes_.emplace(path, node);
+  return node;
+}
+
+ir::Argument GraphBuilder::to_argument(const ImportValue& value, const c10::TypePtr& type) {
+  switch (value.kind) {
+    case ImportValue::Kind::kStatic: return static_argument(value.constant, type);
+    case ImportValue::Kind::kNode: return value.node;
+    case ImportValue::Kind::kAttr: return attribute_node(value.path, value.tensor);
+    case ImportValue::Kind::kList:
+    case ImportValue::Kind::kTuple: {
+      ir::Argument::Items items;
+      for (const ImportValue& item : value.items) items.push_back(to_argument(item));
+      return value.kind == ImportValue::Kind::kList ? ir::Argument::list(std::move(items))
+                                                    : ir::Argument::tuple(std::move(items));
+    }
+    case ImportValue::Kind::kModule: walker_.fail("module '" + value.path + "' used as a value");
+    case ImportValue::Kind::kOpaque: break;
+  }
+  walker_.fail("internal: an opaque value reached the graph");
+}
+
+ir::Argument GraphBuilder::static_argument(const c10::IValue& v, const c10::TypePtr& type) {
+  if (v.isNone()) return {};
+  if (v.isBool()) return v.toBool();
+  if (v.isInt()) {
+    if (is_enum_type(type, c10::TypeKind::ScalarTypeType)) return static_cast<c10::ScalarType>(v.toInt());
+    if (is_enum_type(type, c10::TypeKind::LayoutType)) return static_cast<c10::Layout>(v.toInt());
+    if (is_enum_type(type, c10::TypeKind::MemoryFormatType)) return static_cast<c10::MemoryFormat>(v.toInt());
+    return v.toInt();
+  }
+  if (v.isDouble()) return v.toDouble();
+  if (v.isString()) return v.toStringRef();
+  if (v.isDevice()) return v.toDevice().str();
+  if (v.isList() || v.isTuple()) {
+    ir::Argument::Items items;
+    auto elements = v.isList() ? v.toListRef().vec() : v.toTupleRef().elements().vec();
+    for (const c10::IValue& e : elements) items.push_back(static_argument(e, nullptr));
+    return v.isList() ? ir::Argument::list(std::move(items)) : ir::Argument::tuple(std::move(items));
+  }
+  if (v.isTensor()) {
+    std::string path = "_tensor_constant" + std::to_string(tensor_constants_++);
+    return attribute_node(path, v.toTensor());
+  }
+  walker_.fail(std::string("a constant of unsupported type ") + v.tagKind());
+}
+
+}  // namespace qfx::io::detail

@@ -1,0 +1,51 @@
+#pragma once
+// GraphBuilder: the Walker handler that builds the FX graph of an imported
+// model. Leaf modules become call_module nodes (built once per path), other
+// modules are walked into, ATen ops become nodes through the op table.
+
+#include "walker.h"
+
+#include "qfx/ir/graph_module.h"
+
+#include <unordered_map>
+
+namespace qfx::io::detail {
+
+class GraphBuilder : public Walker::Handler {
+ public:
+  explicit GraphBuilder(ir::GraphModule& gm) : gm_(gm), walker_(*this) {}
+
+  /// Imports the forward() of `root` into the graph module.
+  void import_forward(const torch::jit::Module& root);
+
+  ImportValue call_module(const ImportValue& module, const std::string& method,
+                          std::vector<ImportValue> args) override;
+  std::vector<ImportValue> call_op(const torch::jit::Node& node,
+                                   std::vector<ImportValue> inputs) override;
+  ImportValue element(const ImportValue& sequence, int64_t index) override;
+
+ private:
+  ir::Argument to_argument(const ImportValue& value, const c10::TypePtr& type = nullptr);
+  ir::Argument static_argument(const c10::IValue& value, const c10::TypePtr& type);
+  ir::Node* attribute_node(const std::string& path, const at::Tensor& tensor);
+  ir::Node* mapped_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
+  ir::Node* custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
+  ImportValue leaf_call(const ImportValue& module, std::vector<ImportValue> args);
+  ir::Argument output_argument(const ImportValue& value);
+
+  ir::GraphModule& gm_;
+  Walker walker_;
+  std::unordered_map<std::string, ir::Node*> attribute_nodes_;  // by attribute path
+  std::unordered_map<std::string, bool> built_leaves_;          // by module path
+  int tensor_constants_ = 0;
+};
+
+/// The Python qualified name of a TorchScript class, without `__torch__.` and
+/// the JIT's `___torch_mangle_N` parts: `torch.nn.modules.conv.Conv2d`.
+std::string python_class_name(const torch::jit::Module& module);
+
+/// True for modules FX treats as leaves: defined under `torch.nn` or
+/// `torch.ao.nn`, except containers.
+bool is_leaf_module(const std::string& python_class);
+
+}  // namespace qfx::io::detail

@@ -1,0 +1,229 @@
+// Leaf builders for modules with weights: Linear, Conv*, ConvTranspose*,
+// BatchNorm*, InstanceNorm*, LayerNorm, GroupNorm, Embedding, EmbeddingBag,
+// PReLU. Shapes come from the weights, hyper-parameters from the leaf's op.
+
+#include "leaf_modules.h"
+
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/instancenorm.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+namespace qfx::io::detail {
+namespace {
+
+using ModulePtr = std::shared_ptr<torch::nn::Module>;
+
+ModulePtr linear(const Leaf& leaf) {
+  at::Tensor w = leaf.tensor("weight");
+  at::Tensor b = leaf.tensor("bias");
+  auto m = std::make_shared<torch::nn::LinearImpl>(
+      torch::nn::LinearOptions(w.size(1), w.size(0)).bias(b.defined()));
+  assign(m->weight, w);
+  if (b.defined()) assign(m->bias, b);
+  return m;
+}
+
+// Padding mode and amounts from an explicit pad op before the convolution
+// (Python pads with `_reversed_padding_repeated_twice` for non-zero modes).
+template <size_t D, typename Options>
+void apply_padding_mode(const Leaf& leaf, Options& o) {
+  const ProbedOp* pad = leaf.find_op({"aten::pad", "aten::reflection_pad1d", "aten::reflection_pad2d",
+                                      "aten::reflection_pad3d", "aten::replication_pad1d",
+                                      "aten::replication_pad2d", "aten::replication_pad3d",
+                                      "aten::_pad_circular"});
+  if (pad == nullptr) return;
+  std::string mode = pad->kind == "aten::pad" ? pad->constant(2).toStringRef()
+                     : pad->kind.find("reflection") != std::string::npos ? "reflect"
+                     : pad->kind.find("replication") != std::string::npos ? "replicate"
+                                                                          : "circular";
+  auto amounts = pad->ints(1);
+  std::vector<int64_t> padding(D);
+  for (size_t d = 0; d < D; ++d) padding[d] = amounts.at(2 * (D - 1 - d));
+  o.padding(torch::ExpandingArray<D>(padding));
+  if (mode == "reflect") o.padding_mode(torch::kReflect);
+  else if (mode == "replicate") o.padding_mode(torch::kReplicate);
+  else if (mode == "circular") o.padding_mode(torch::kCircular);
+}
+
+template <size_t D, typename Impl, typename Options>
+ModulePtr conv(const Leaf& leaf) {
+  at::Tensor w = leaf.tensor("weight");
+  at::Tensor b = leaf.tensor("bias");
+  std::string named = "aten::conv" + std::to_string(D) + "d";
+  const ProbedOp& op = leaf.op({"aten::_convolution", named});
+  int64_t groups = op.to_int(op.kind == named ? 6 : 8);
+  Options o(w.size(1) * groups, w.size(0), torch::ExpandingArray<D>(w.sizes().slice(2)));
+  o.stride(op.ints(3)).dilation(op.ints(5)).groups(groups).bias(b.defined());
+  const c10::IValue& padding = op.constant(4);
+  if (padding.isString()) {
+    if (padding.toStringRef() == "same") o.padding(torch::kSame);
+    else o.padding(torch::kValid);
+  } else {
+    o.padding(torch::ExpandingArray<D>(padding.toIntVector()));
+  }
+  apply_padding_mode<D>(leaf, o);
+  auto m = std::make_shared<Impl>(o);
+  assign(m->weight, w);
+  if (b.defined()) assign(m->bias, b);
+  return m;
+}
+
+template <size_t D, typename Impl, typename Options>
+ModulePtr conv_transpose(const Leaf& leaf) {
+  at::Tensor w = leaf.tensor("weight");
+  at::Tensor b = leaf.tensor("bias");
+  std::string named = "aten::conv_transpose" + std::to_string(D) + "d";
+  const ProbedOp& op = leaf.op({"aten::_convolution", named});
+  bool is_named = op.kind == named;
+  // conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)
+  // _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
+  int64_t groups = op.to_int(is_named ? 6 : 8);
+  Options o(w.size(0), w.size(1) * groups, torch::ExpandingArray<D>(w.sizes().slice(2)));
+  o.stride(op.ints(3)).padding(op.ints(4)).output_padding(op.ints(is_named ? 5 : 7));
+  o.dilation(op.ints(is_named ? 7 : 5)).groups(groups).bias(b.defined());
+  auto m = std::make_shared<Impl>(o);
+  assign(m->weight, w);
+  if (b.defined()) assign(m->bias, b);
+  return m;
+}
+
+int64_t num_features(const Leaf& leaf) {
+  for (const char* name : {"running_mean", "weight"}) {
+    at::Tensor t = leaf.tensor(name);
+    if (t.defined()) return t.size(0);
+  }
+  return leaf.int_attribute("num_features", 0);
+}
+
+template <typename Impl>
+void copy_norm_state(const Leaf& leaf, Impl& m) {
+  if (m.options.affine()) {
+    assign(m.weight, leaf.tensor("weight"));
+    assign(m.bias, leaf.tensor("bias"));
+  }
+  if (m.options.track_running_stats()) {
+    assign(m.running_mean, leaf.tensor("running_mean"));
+    assign(m.running_var, leaf.tensor("running_var"));
+    at::Tensor batches = leaf.tensor("num_batches_tracked");
+    if (batches.defined()) assign(m.num_batches_tracked, batches);
+  }
+}
+
+// batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn)
+// instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn)
+template <typename Impl, typename Options>
+ModulePtr norm(const Leaf& leaf, const char* op_name) {
+  const ProbedOp& op = leaf.op({op_name});
+  Options o(num_features(leaf));
+  o.eps(op.to_double(7)).momentum(op.to_double(6));
+  o.affine(leaf.tensor("weight").defined()).track_running_stats(leaf.tensor("running_mean").defined());
+  auto m = std::make_shared<Impl>(o);
+  copy_norm_state(leaf, *m);
+  return m;
+}
+
+template <typename Impl, typename Options>
+ModulePtr batch_norm(const Leaf& leaf) {
+  return norm<Impl, Options>(leaf, "aten::batch_norm");
+}
+
+template <typename Impl, typename Options>
+ModulePtr instance_norm(const Leaf& leaf) {
+  return norm<Impl, Options>(leaf, "aten::instance_norm");
+}
+
+ModulePtr layer_norm(const Leaf& leaf) {
+  const ProbedOp& op = leaf.op({"aten::layer_norm"});
+  at::Tensor w = leaf.tensor("weight");
+  auto m = std::make_shared<torch::nn::LayerNormImpl>(
+      torch::nn::LayerNormOptions(op.ints(1)).eps(op.to_double(4)).elementwise_affine(w.defined()));
+  if (w.defined()) {
+    assign(m->weight, w);
+    assign(m->bias, leaf.tensor("bias"));
+  }
+  return m;
+}
+
+ModulePtr group_norm(const Leaf& leaf) {
+  const ProbedOp& op = leaf.op({"aten::group_norm"});
+  at::Tensor w = leaf.tensor("weight");
+  int64_t channels = w.defined() ? w.size(0) : leaf.int_attribute("num_channels", 0);
+  auto m = std::make_shared<torch::nn::GroupNormImpl>(
+      torch::nn::GroupNormOptions(op.to_int(1), channels).eps(op.to_double(4)).affine(w.defined()));
+  if (w.defined()) {
+    assign(m->weight, w);
+    assign(m->bias, leaf.tensor("bias"));
+  }
+  return m;
+}
+
+// embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+ModulePtr embedding(const Leaf& leaf) {
+  TORCH_CHECK(leaf.find_op({"aten::embedding_renorm_"}) == nullptr, "max_norm is not supported");
+  const ProbedOp& op = leaf.op({"aten::embedding"});
+  at::Tensor w = leaf.tensor("weight");
+  torch::nn::EmbeddingOptions o(w.size(0), w.size(1));
+  if (op.to_int(2) >= 0) o.padding_idx(op.to_int(2));
+  o.scale_grad_by_freq(op.to_bool(3)).sparse(op.to_bool(4));
+  auto m = std::make_shared<torch::nn::EmbeddingImpl>(o);
+  assign(m->weight, w);
+  return m;
+}
+
+// embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+//               per_sample_weights, include_last_offset, padding_idx)
+ModulePtr embedding_bag(const Leaf& leaf) {
+  TORCH_CHECK(leaf.find_op({"aten::embedding_renorm_"}) == nullptr, "max_norm is not supported");
+  const ProbedOp& op = leaf.op({"aten::embedding_bag"});
+  at::Tensor w = leaf.tensor("weight");
+  torch::nn::EmbeddingBagOptions o(w.size(0), w.size(1));
+  int64_t mode = op.to_int(4);
+  if (mode == 0) o.mode(torch::kSum);
+  else if (mode == 1) o.mode(torch::kMean);
+  else o.mode(torch::kMax);
+  o.scale_grad_by_freq(op.to_bool(3)).sparse(op.to_bool(5)).include_last_offset(op.to_bool(7));
+  if (op.inputs.size() > 8 && !op.is_none(8) && op.to_int(8) >= 0) o.padding_idx(op.to_int(8));
+  auto m = std::make_shared<torch::nn::EmbeddingBagImpl>(o);
+  assign(m->weight, w);
+  return m;
+}
+
+ModulePtr prelu(const Leaf& leaf) {
+  at::Tensor w = leaf.tensor("weight");
+  auto m = std::make_shared<torch::nn::PReLUImpl>(torch::nn::PReLUOptions().num_parameters(w.numel()));
+  assign(m->weight, w);
+  return m;
+}
+
+}  // namespace
+
+const std::vector<LeafRow>& weighted_leaf_rows() {
+  using namespace torch::nn;
+  static const std::vector<LeafRow> kRows = {
+      {"torch.nn.modules.linear.Linear", linear},
+      {"torch.nn.modules.conv.Conv1d", conv<1, Conv1dImpl, Conv1dOptions>},
+      {"torch.nn.modules.conv.Conv2d", conv<2, Conv2dImpl, Conv2dOptions>},
+      {"torch.nn.modules.conv.Conv3d", conv<3, Conv3dImpl, Conv3dOptions>},
+      {"torch.nn.modules.conv.ConvTranspose1d", conv_transpose<1, ConvTranspose1dImpl, ConvTranspose1dOptions>},
+      {"torch.nn.modules.conv.ConvTranspose2d", conv_transpose<2, ConvTranspose2dImpl, ConvTranspose2dOptions>},
+      {"torch.nn.modules.conv.ConvTranspose3d", conv_transpose<3, ConvTranspose3dImpl, ConvTranspose3dOptions>},
+      {"torch.nn.modules.batchnorm.BatchNorm1d", batch_norm<BatchNorm1dImpl, BatchNormOptions>},
+      {"torch.nn.modules.batchnorm.BatchNorm2d", batch_norm<BatchNorm2dImpl, BatchNormOptions>},
+      {"torch.nn.modules.batchnorm.BatchNorm3d", batch_norm<BatchNorm3dImpl, BatchNormOptions>},
+      {"torch.nn.modules.instancenorm.InstanceNorm1d", instance_norm<InstanceNorm1dImpl, InstanceNormOptions>},
+      {"torch.nn.modules.instancenorm.InstanceNorm2d", instance_norm<InstanceNorm2dImpl, InstanceNormOptions>},
+      {"torch.nn.modules.instancenorm.InstanceNorm3d", instance_norm<InstanceNorm3dImpl, InstanceNormOptions>},
+      {"torch.nn.modules.normalization.LayerNorm", layer_norm},
+      {"torch.nn.modules.normalization.GroupNorm", group_norm},
+      {"torch.nn.modules.sparse.Embedding", embedding},
+      {"torch.nn.modules.sparse.EmbeddingBag", embedding_bag},
+      {"torch.nn.modules.activation.PReLU", prelu},
+  };
+  return kRows;
+}
+
+}  // namespace qfx::io::detail

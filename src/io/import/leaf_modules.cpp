@@ -1,0 +1,115 @@
+// Leaf probing: the leaf's forward() is walked with a handler that records
+// every op instead of building nodes, and then the leaf table's builder for
+// the module's class turns the recorded ops into a module.
+
+#include "leaf_modules.h"
+
+#include "walker.h"
+
+#include <c10/util/Exception.h>
+#include <torch/autograd.h>
+
+#include <unordered_map>
+
+namespace qfx::io::detail {
+namespace {
+
+class Probe : public Walker::Handler {
+ public:
+  Probe() : walker_(*this) {}
+
+  std::vector<ProbedOp> run(const torch::jit::Module& module) {
+    const torch::jit::Graph& graph = *module.get_method("forward").graph();
+    std::vector<ImportValue> inputs(graph.inputs().size());  // the data inputs stay opaque
+    inputs[0] = ImportValue::of_module("", module);
+    walker_.run(graph, std::move(inputs));
+    return std::move(ops_);
+  }
+  ImportValue call_module(const ImportValue& module, const std::string& method,
+                          std::vector<ImportValue> args) override {
+    std::vector<ImportValue> inputs{module};
+    for (auto& a : args) inputs.push_back(std::move(a));
+    return walker_.run(*module.module->get_method(method).graph(), std::move(inputs)).at(0);
+  }
+  std::vector<ImportValue> call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) override {
+    ops_.push_back({node.kind().toQualString(), std::move(inputs)});
+    return std::vector<ImportValue>(node.outputs().size());
+  }
+  ImportValue element(const ImportValue&, int64_t) override { return ImportValue::opaque(); }
+  bool tolerate_dynamic_control() const override { return true; }
+
+ private:
+  Walker walker_;
+  std::vector<ProbedOp> ops_;
+};
+
+}  // namespace
+
+const c10::IValue& ProbedOp::constant(size_t index) const {
+  TORCH_CHECK(index < inputs.size() && inputs[index].is_static(), kind, ": input ", index,
+              " is not a constant");
+  return inputs[index].constant;
+}
+int64_t ProbedOp::to_int(size_t index) const { return constant(index).toInt(); }
+double ProbedOp::to_double(size_t index) const { return constant(index).toScalar().toDouble(); }
+bool ProbedOp::to_bool(size_t index) const { return constant(index).toBool(); }
+std::vector<int64_t> ProbedOp::ints(size_t index) const { return constant(index).toIntVector(); }
+bool ProbedOp::is_none(size_t index) const {
+  return index < inputs.size() && inputs[index].is_static() && inputs[index].constant.isNone();
+}
+
+at::Tensor Leaf::tensor(const std::string& name) const {
+  if (!module_.hasattr(name)) return {};
+  c10::IValue v = module_.attr(name);
+  return v.isTensor() ? v.toTensor() : at::Tensor();
+}
+
+const ProbedOp* Leaf::find_op(const std::vector<std::string>& kinds) const {
+  for (const ProbedOp& op : ops_) {
+    for (const std::string& k : kinds) {
+      if (op.kind == k) return &op;
+    }
+  }
+  return nullptr;
+}
+
+const ProbedOp& Leaf::op(const std::vector<std::string>& kinds) const {
+  const ProbedOp* op = find_op(kinds);
+  std::string names;
+  for (const auto& k : kinds) names += (names.empty() ? "" : " or ") + k;
+  TORCH_CHECK(op != nullptr, "its forward() has no ", names);
+  return *op;
+}
+
+int64_t Leaf::int_attribute(const std::string& name, int64_t fallback) const {
+  if (module_.hasattr(name) && module_.attr(name).isInt()) return module_.attr(name).toInt();
+  auto slot = module_.type()->findConstantSlot(name);
+  if (slot && module_.type()->getConstant(*slot).isInt()) return module_.type()->getConstant(*slot).toInt();
+  return fallback;
+}
+
+void assign(at::Tensor& target, const at::Tensor& source) {
+  torch::NoGradGuard no_grad;
+  TORCH_CHECK(target.sizes() == source.sizes(), "shape ", source.sizes(), " does not fit ", target.sizes());
+  target.copy_(source);
+}
+
+std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module,
+                                                     const std::string& python_class) {
+  static const auto kTable = [] {
+    std::unordered_map<std::string, LeafBuilder> table;
+    for (const auto* rows : {&weighted_leaf_rows(), &simple_leaf_rows()}) {
+      for (const LeafRow& row : *rows) table.emplace(row.python_class, row.build);
+    }
+    return table;
+  }();
+  auto it = kTable.find(python_class);
+  if (it == kTable.end()) return nullptr;
+  Probe probe;
+  Leaf leaf(module, probe.run(module));
+  std::shared_ptr<torch::nn::Module> built = it->second(leaf);
+  built->train(leaf.is_training());
+  return built;
+}
+
+}  // namespace qfx::io::detail

@@ -1,0 +1,33 @@
+#pragma once
+// The aten -> FX op table: for each ATen op a TorchScript graph may hold, the
+// node FX's symbolic tracer would have recorded for the Python call that
+// produced it (`aten::add` -> `operator.add`, `aten::flatten` ->
+// `torch.flatten`, `aten::view` -> method `view`).
+
+#include "qfx/ir/node.h"
+
+#include <string>
+#include <vector>
+
+namespace qfx::io::detail {
+
+/// How one ATen op becomes one FX node.
+struct OpMapping {
+  const char* aten;            ///< "aten::add" (all overloads)
+  ir::Opcode op;               ///< kCallFunction or kCallMethod
+  const char* target;          ///< "operator.add", "view", ...
+  std::vector<int> order;      ///< ATen inputs that become FX args, in FX order; empty: all
+  int max_positional = -1;     ///< FX args the target takes (-1: any)
+  const char* fallback = "";   ///< target used when the args do not fit (e.g. alpha != 1)
+  bool inplace = false;        ///< add `inplace=True`
+};
+
+/// The mapping for an ATen op name, or nullptr.
+const OpMapping* find_op_mapping(const std::string& aten_name);
+
+/// Rows of ATen ops that need more than a mapping (e.g. `aten::_convolution`
+/// -> `F.conv2d`, `aten::slice` -> `operator.getitem` with slice objects) are
+/// handled in graph_builder.cpp; these names are those ops.
+bool has_custom_mapping(const std::string& aten_name);
+
+}  // namespace qfx::io::detail

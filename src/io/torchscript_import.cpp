@@ -1,0 +1,39 @@
+// import_torchscript: loads the archive (errors name the file), then builds
+// the GraphModule with the GraphBuilder and lints it.
+
+#include "qfx/io/torchscript_import.h"
+
+#include "import/graph_builder.h"
+
+#include <torch/script.h>
+
+#include <fstream>
+
+namespace qfx::io {
+
+std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& module) {
+  auto gm = std::make_unique<ir::GraphModule>();
+  gm->root().train(module.is_training());
+  detail::GraphBuilder builder(*gm);
+  builder.import_forward(module);
+  gm->lint();
+  return gm;
+}
+
+std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path) {
+  TORCH_CHECK(std::ifstream(path).good(), "cannot open model file '", path, "'");
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    std::string cause = e.what_without_backtrace();
+    TORCH_CHECK(false, "'", path, "' is not a TorchScript archive: ", cause.substr(0, cause.find('\n')));
+  }
+  try {
+    return import_torchscript(module);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, path, ": ", e.what_without_backtrace());
+  }
+}
+
+}  // namespace qfx::io

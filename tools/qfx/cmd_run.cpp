@@ -1,0 +1,65 @@
+// `qfx run`: imports a model and runs it in the qfx interpreter on inputs
+// saved with Python's torch.save; writes the output for torch.load, or prints
+// a summary of it.
+
+#include "commands.h"
+
+#include "qfx/io/tensor_io.h"
+#include "qfx/io/torchscript_import.h"
+#include "qfx/ir/interpreter.h"
+
+#include <ATen/ATen.h>
+
+#include <iostream>
+
+namespace qfx::cli {
+namespace {
+
+void print_summary(const c10::IValue& value, const std::string& label) {
+  if (value.isTensor()) {
+    const at::Tensor& t = value.toTensor();
+    std::cout << label << ": Tensor" << t.sizes() << " " << t.scalar_type();
+    if (t.is_floating_point() && t.numel() > 0) {
+      std::cout << " min=" << t.min().item<double>() << " max=" << t.max().item<double>()
+                << " mean=" << t.mean().item<double>();
+    }
+    std::cout << "\n";
+  } else if (value.isTuple() || value.isList()) {
+    auto items = value.isTuple() ? value.toTupleRef().elements().vec() : value.toListRef().vec();
+    for (size_t i = 0; i < items.size(); ++i) print_summary(items[i], label + "[" + std::to_string(i) + "]");
+  } else {
+    std::cout << label << ": " << value << "\n";
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& action) {
+  struct Options {
+    std::string model;
+    std::string input;
+    std::string output;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a TorchScript model in the qfx interpreter");
+  cmd->add_option("model", options->model, "TorchScript model file (.pt)")->required();
+  cmd->add_option("--input", options->input,
+                  "inputs saved with torch.save: a tensor, or a list/tuple of tensors (one per input)")
+      ->required();
+  cmd->add_option("-o,--output", options->output, "write the output here (torch.load reads it)");
+  cmd->callback([options, &action] {
+    action = [options] {
+      auto gm = io::import_torchscript(options->model);
+      auto inputs = io::as_inputs(io::load_value(options->input), "'" + options->input + "'");
+      ir::Interpreter interpreter(*gm);
+      c10::IValue output = interpreter.run(std::move(inputs));
+      if (options->output.empty()) {
+        print_summary(output, "output");
+      } else {
+        io::save_value(output, options->output);
+      }
+    };
+  });
+}
+
+}  // namespace qfx::cli

@@ -1,0 +1,18 @@
+#pragma once
+// The qfx subcommands. Each `add_*` registers one subcommand on the app and,
+// when it is the one chosen, sets `action` to the work to do after parsing.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace qfx::cli {
+
+using Action = std::function<void()>;
+
+/// `qfx print MODEL.pt [--ir | --json]`
+void add_print_command(CLI::App& app, Action& action);
+/// `qfx run MODEL.pt --input IN.pt [-o OUT.pt]`
+void add_run_command(CLI::App& app, Action& action);
+
+}  // namespace qfx::cli
