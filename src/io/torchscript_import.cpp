@@ -14,6 +14,8 @@ namespace qfx::io {
 std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& module) {
   auto gm = std::make_unique<ir::GraphModule>();
   gm->root().train(module.is_training());
+  std::string python_class = detail::python_class_name(module);
+  gm->set_class_name(python_class.substr(python_class.rfind('.') + 1));
   detail::GraphBuilder builder(*gm);
   builder.import_forward(module);
   gm->lint();

@@ -212,7 +212,7 @@ void GraphModule::set_attr(const std::string& path, c10::IValue value) {
 std::string GraphModule::to_string() const {
   std::string tree = module_repr(*root_);
   size_t paren = tree.find('(');
-  return "GraphModule" + tree.substr(paren) + "\n" + code();
+  return class_name_ + tree.substr(paren) + "\n" + code();
 }
 
 void GraphModule::lint() const {

@@ -102,6 +102,33 @@ c10::IValue binary(BinaryOp op, const c10::IValue& lhs, const c10::IValue& rhs) 
   return double_op(op, lhs.toScalar().toDouble(), rhs.toScalar().toDouble());
 }
 
+c10::IValue compare(CompareOp op, const c10::IValue& lhs, const c10::IValue& rhs) {
+  if (lhs.isTensor()) {
+    const at::Tensor& a = lhs.toTensor();
+    at::Tensor b = rhs.isTensor() ? rhs.toTensor() : at::scalar_tensor(rhs.toScalar(), a.options());
+    switch (op) {
+      case CompareOp::kGt: return at::gt(a, b);
+      case CompareOp::kLt: return at::lt(a, b);
+      case CompareOp::kGe: return at::ge(a, b);
+      case CompareOp::kLe: return at::le(a, b);
+      case CompareOp::kEq: return at::eq(a, b);
+      case CompareOp::kNe: return at::ne(a, b);
+    }
+  }
+  TORCH_CHECK(lhs.isScalar() && rhs.isScalar(), "cannot compare ", lhs.tagKind(), " with ", rhs.tagKind());
+  double a = lhs.toScalar().toDouble();
+  double b = rhs.toScalar().toDouble();
+  switch (op) {
+    case CompareOp::kGt: return a > b;
+    case CompareOp::kLt: return a < b;
+    case CompareOp::kGe: return a >= b;
+    case CompareOp::kLe: return a <= b;
+    case CompareOp::kEq: return a == b;
+    case CompareOp::kNe: return a != b;
+  }
+  return false;
+}
+
 c10::IValue getitem(const c10::IValue& object, const c10::IValue& index) {
   if (object.isList() || object.isTuple()) {
     auto items = object.isList() ? object.toListRef().vec() : object.toTupleRef().elements().vec();

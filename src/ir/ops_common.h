@@ -9,9 +9,15 @@ namespace qfx::ir {
 /// The Python binary operators the interpreter evaluates.
 enum class BinaryOp { kAdd, kSub, kMul, kTrueDiv, kFloorDiv, kMatMul };
 
+/// The Python comparison operators.
+enum class CompareOp { kGt, kLt, kGe, kLe, kEq, kNe };
+
 /// `lhs <op> rhs` with Python's rules: tensors broadcast, `scalar - tensor`
 /// uses the reflected operator, int op int stays int (except true division).
 c10::IValue binary(BinaryOp op, const c10::IValue& lhs, const c10::IValue& rhs);
+
+/// `lhs <op> rhs`: element-wise for tensors, a bool for numbers.
+c10::IValue compare(CompareOp op, const c10::IValue& lhs, const c10::IValue& rhs);
 
 /// `object[index]` for lists, tuples and tensors (ints, slices, None,
 /// Ellipsis, tensors, or tuples of those).

@@ -178,6 +178,12 @@ const bool kRegistered = [] {
                                a.optional_tensor(3, "bias"), a.double_or(4, "eps", 1e-5));
        }},
       {"torch.nn.functional.batch_norm", [](A a) -> c10::IValue { return batch_norm(a); }},
+      {"torch.nn.functional.instance_norm", [](A a) -> c10::IValue {
+         return at::instance_norm(a.tensor(0, "input"), a.optional_tensor(3, "weight"), a.optional_tensor(4, "bias"),
+                                  a.optional_tensor(1, "running_mean"), a.optional_tensor(2, "running_var"),
+                                  a.bool_or(5, "use_input_stats", true), a.double_or(6, "momentum", 0.1),
+                                  a.double_or(7, "eps", 1e-5), true);
+       }},
       {"torch.nn.functional.embedding", [](A a) -> c10::IValue { return embedding(a); }},
       {"torch.nn.functional.pad", [](A a) -> c10::IValue { return pad(a); }},
   });

@@ -74,6 +74,12 @@ const bool kRegistered = [] {
          if (x.isTensor()) return at::neg(x.toTensor());
          return x.isInt() ? c10::IValue(-x.toInt()) : c10::IValue(-x.toDouble());
        }},
+      {"operator.gt", [](A a) { return compare(CompareOp::kGt, a.at(0, "a"), a.at(1, "b")); }},
+      {"operator.lt", [](A a) { return compare(CompareOp::kLt, a.at(0, "a"), a.at(1, "b")); }},
+      {"operator.ge", [](A a) { return compare(CompareOp::kGe, a.at(0, "a"), a.at(1, "b")); }},
+      {"operator.le", [](A a) { return compare(CompareOp::kLe, a.at(0, "a"), a.at(1, "b")); }},
+      {"operator.eq", [](A a) { return compare(CompareOp::kEq, a.at(0, "a"), a.at(1, "b")); }},
+      {"operator.ne", [](A a) { return compare(CompareOp::kNe, a.at(0, "a"), a.at(1, "b")); }},
       {"operator.getitem", [](A a) { return getitem(a.at(0, "a"), a.values().at(1)); }},
       {"getattr", python_getattr},
       {"torch.add", [](A a) { return add_like(a, BinaryOp::kAdd); }},
@@ -105,6 +111,12 @@ const bool kRegistered = [] {
        }},
       {"torch.chunk", [](A a) -> c10::IValue {
          return tensor_sequence(at::chunk(a.tensor(0, "input"), a.to_int(1, "chunks"), a.int_or(2, "dim", 0)));
+       }},
+      {"torch.rsub", [](A a) -> c10::IValue {
+         const c10::IValue& other = a.at(1, "other");
+         at::Tensor x = a.tensor(0, "input");
+         at::Scalar alpha = a.find(2, "alpha") ? a.scalar(2, "alpha") : at::Scalar(1);
+         return other.isTensor() ? at::rsub(x, other.toTensor(), alpha) : at::rsub(x, other.toScalar(), alpha);
        }},
       {"torch.relu", [](A a) -> c10::IValue { return at::relu(a.tensor(0, "input")); }},
       {"torch.relu_", [](A a) -> c10::IValue {

@@ -71,6 +71,11 @@ class GraphModule {
   /// `print(gm)` as PyTorch shows it: the module tree, then the code.
   std::string to_string() const;
 
+  /// The name the root prints under: "GraphModule", or as FX's
+  /// symbolic_trace names it, the traced model's class (`ResNet`).
+  const std::string& class_name() const { return class_name_; }
+  void set_class_name(std::string name) { class_name_ = std::move(name); }
+
   /// Graph::lint plus: every call_module and get_attr target exists.
   void lint() const;
 
@@ -78,6 +83,7 @@ class GraphModule {
   std::shared_ptr<torch::nn::Module> root_;
   std::unique_ptr<Graph> graph_;
   std::map<std::string, c10::IValue> attributes_;
+  std::string class_name_ = "GraphModule";
 };
 
 /// A module with no behaviour of its own: the root of a GraphModule and the

@@ -52,6 +52,11 @@ bool is_enum_type(const c10::TypePtr& type, c10::TypeKind kind) {
 
 ir::Argument full_slice() { return ir::Argument::slice({}, {}, {}); }
 
+bool is_traced_scalar(const at::Tensor& t) {
+  return t.dim() == 0 && !t.requires_grad() &&
+         (t.scalar_type() == at::kDouble || t.scalar_type() == at::kLong || t.scalar_type() == at::kBool);
+}
+
 }  // namespace
 
 std::string python_class_name(const torch::jit::Module& module) {
@@ -97,14 +102,15 @@ ImportValue GraphBuilder::call_module(const ImportValue& module, const std::stri
 
 ImportValue GraphBuilder::leaf_call(const ImportValue& module, std::vector<ImportValue> args) {
   const std::string& path = module.path;
+  // torch.jit.trace records `identity(x)` as a call without inputs that returns
+  // None (the caller reuses x): nothing to import.
+  if (args.empty() && module.module->get_method("forward").graph()->outputs().at(0)->type()->kind() ==
+                          c10::TypeKind::NoneType) {
+    return ImportValue::of_static(c10::IValue());
+  }
   if (!built_leaves_[path]) {
     std::string type = python_class_name(*module.module);
-    std::shared_ptr<torch::nn::Module> built;
-    try {
-      built = build_leaf_module(*module.module, type);
-    } catch (const c10::Error& e) {
-      walker_.fail(std::string("cannot read ") + type + ": " + e.what_without_backtrace());
-    }
+    std::shared_ptr<torch::nn::Module> built = build_leaf_module(*module.module, type, path);
     if (built == nullptr) walker_.fail("unsupported module type " + type);
     gm_.add_submodule(path, std::move(built));
     built_leaves_[path] = true;
@@ -116,15 +122,14 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, std::vector<Impor
 
 std::vector<ImportValue> GraphBuilder::call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) {
   std::string kind = node.kind().toQualString();
-  ir::Node* fx_node = nullptr;
+  ImportValue result;
   if (has_custom_mapping(kind)) {
-    fx_node = custom_op(node, inputs);
+    result = custom_op(node, inputs);
   } else if (find_op_mapping(kind) != nullptr) {
-    fx_node = mapped_op(node, inputs);
+    result = ImportValue::of_node(mapped_op(node, inputs));
   } else {
     walker_.fail("unsupported op " + kind);
   }
-  ImportValue result = ImportValue::of_node(fx_node);
   if (node.outputs().size() == 1) return {result};
   std::vector<ImportValue> outputs;
   for (size_t i = 0; i < node.outputs().size(); ++i) outputs.push_back(element(result, static_cast<int64_t>(i)));
@@ -176,7 +181,7 @@ ir::Node* GraphBuilder::mapped_op(const torch::jit::Node& node, const std::vecto
   return gm_.graph().create_node(m.op, target, std::move(args), std::move(kwargs));
 }
 
-ir::Node* GraphBuilder::custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
+ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
   std::string kind = node.kind().toQualString();
   auto arg = [&](size_t i) { return to_argument(inputs.at(i)); };
   auto static_int = [&](size_t i) -> int64_t {
@@ -188,7 +193,8 @@ ir::Node* GraphBuilder::custom_op(const torch::jit::Node& node, const std::vecto
     if (!inputs[6].is_static() || inputs[6].constant.toBool()) walker_.fail("transposed functional convolution");
     size_t dims = inputs[3].constant.toIntList().size();
     std::string target = "torch.nn.functional.conv" + std::to_string(dims) + "d";
-    return gm_.graph().call_function(target, {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(8)});
+    return ImportValue::of_node(
+        gm_.graph().call_function(target, {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(8)}));
   }
   // aten::slice(self, dim, start, end, step) / aten::select(self, dim, index) => x[..., index]
   int64_t dim = static_int(1);
@@ -203,11 +209,13 @@ ir::Node* GraphBuilder::custom_op(const torch::jit::Node& node, const std::vecto
       return arg(i);
     };
     index = ir::Argument::slice(bound(2, 0), bound(3, std::numeric_limits<int64_t>::max()), bound(4, 1));
+    // x[:, :] is traced as slices over the whole range, which FX never records.
+    if (index == full_slice()) return inputs[0];
   }
-  if (dim == 0) return gm_.graph().call_function("operator.getitem", {arg(0), index});
+  if (dim == 0) return ImportValue::of_node(gm_.graph().call_function("operator.getitem", {arg(0), index}));
   ir::Argument::Items parts(static_cast<size_t>(dim), full_slice());
   parts.push_back(index);
-  return gm_.graph().call_function("operator.getitem", {arg(0), ir::Argument::tuple(parts)});
+  return ImportValue::of_node(gm_.graph().call_function("operator.getitem", {arg(0), ir::Argument::tuple(parts)}));
 }
 
 ir::Node* GraphBuilder::attribute_node(const std::string& path, const at::Tensor& tensor) {
@@ -254,6 +262,14 @@ ir::Argument GraphBuilder::static_argument(const c10::IValue& v, const c10::Type
     auto elements = v.isList() ? v.toListRef().vec() : v.toTupleRef().elements().vec();
     for (const c10::IValue& e : elements) items.push_back(static_argument(e, nullptr));
     return v.isList() ? ir::Argument::list(std::move(items)) : ir::Argument::tuple(std::move(items));
+  }
+  if (v.isTensor() && is_traced_scalar(v.toTensor())) {
+    // torch.jit.trace records `y * 2.0` with a 0-dim double (or long) tensor;
+    // FX keeps the Python number.
+    const at::Tensor& t = v.toTensor();
+    if (t.scalar_type() == at::kDouble) return t.item<double>();
+    if (t.scalar_type() == at::kLong) return t.item<int64_t>();
+    return t.item<bool>();
   }
   if (v.isTensor()) {
     std::string path = "_tensor_constant" + std::to_string(tensor_constants_++);

@@ -29,7 +29,7 @@ class GraphBuilder : public Walker::Handler {
   ir::Argument static_argument(const c10::IValue& value, const c10::TypePtr& type);
   ir::Node* attribute_node(const std::string& path, const at::Tensor& tensor);
   ir::Node* mapped_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
-  ir::Node* custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
+  ImportValue custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
   ImportValue leaf_call(const ImportValue& module, std::vector<ImportValue> args);
   ir::Argument output_argument(const ImportValue& value);
 

@@ -18,10 +18,10 @@ class Probe : public Walker::Handler {
  public:
   Probe() : walker_(*this) {}
 
-  std::vector<ProbedOp> run(const torch::jit::Module& module) {
+  std::vector<ProbedOp> run(const torch::jit::Module& module, const std::string& path) {
     const torch::jit::Graph& graph = *module.get_method("forward").graph();
     std::vector<ImportValue> inputs(graph.inputs().size());  // the data inputs stay opaque
-    inputs[0] = ImportValue::of_module("", module);
+    inputs[0] = ImportValue::of_module(path, module);
     walker_.run(graph, std::move(inputs));
     return std::move(ops_);
   }
@@ -95,7 +95,8 @@ void assign(at::Tensor& target, const at::Tensor& source) {
 }
 
 std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module,
-                                                     const std::string& python_class) {
+                                                     const std::string& python_class,
+                                                     const std::string& path) {
   static const auto kTable = [] {
     std::unordered_map<std::string, LeafBuilder> table;
     for (const auto* rows : {&weighted_leaf_rows(), &simple_leaf_rows()}) {
@@ -106,8 +107,13 @@ std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& m
   auto it = kTable.find(python_class);
   if (it == kTable.end()) return nullptr;
   Probe probe;
-  Leaf leaf(module, probe.run(module));
-  std::shared_ptr<torch::nn::Module> built = it->second(leaf);
+  Leaf leaf(module, probe.run(module, path));
+  std::shared_ptr<torch::nn::Module> built;
+  try {
+    built = it->second(leaf);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, "import: cannot read ", python_class, " in module '", path, "': ", e.what_without_backtrace());
+  }
   built->train(leaf.is_training());
   return built;
 }

@@ -49,10 +49,12 @@ class Leaf {
   std::vector<ProbedOp> ops_;
 };
 
-/// Builds the module for a TorchScript leaf of Python class `python_class`
-/// (`torch.nn.modules.conv.Conv2d`); nullptr for an unsupported class.
+/// Builds the module for the TorchScript leaf at `path`, of Python class
+/// `python_class` (`torch.nn.modules.conv.Conv2d`); nullptr for an
+/// unsupported class. Errors name the class and the path.
 std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module,
-                                                     const std::string& python_class);
+                                                     const std::string& python_class,
+                                                     const std::string& path);
 
 /// Builders of the leaf table (leaf_builders_*.cpp).
 using LeafBuilder = std::shared_ptr<torch::nn::Module> (*)(const Leaf&);

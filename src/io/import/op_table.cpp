@@ -28,6 +28,13 @@ const std::vector<OpMapping>& rows() {
       {"aten::div_", kFn, "operator.truediv", {}, 2, "torch.div"},
       {"aten::floor_divide", kFn, "operator.floordiv", {}, 2},
       {"aten::neg", kFn, "operator.neg", {}, 1},
+      // x > 0, ... (recorded so that an `if` on them reports data-dependent control flow)
+      {"aten::gt", kFn, "operator.gt", {}, 2},
+      {"aten::lt", kFn, "operator.lt", {}, 2},
+      {"aten::ge", kFn, "operator.ge", {}, 2},
+      {"aten::le", kFn, "operator.le", {}, 2},
+      {"aten::eq", kFn, "operator.eq", {}, 2},
+      {"aten::ne", kFn, "operator.ne", {}, 2},
       {"aten::matmul", kFn, "torch.matmul"},
       {"aten::bmm", kFn, "torch.bmm"},
       {"aten::mm", kFn, "torch.mm"},

@@ -44,7 +44,7 @@ std::string source_location(const torch::jit::Node& node) {
   const torch::jit::SourceRange& r = original ? *original : range;
   if (r.source() == nullptr) return "";
   auto file_line = r.file_line_col();
-  if (file_line) {
+  if (file_line && !std::get<0>(*file_line).empty()) {
     return std::get<0>(*file_line) + ":" + std::to_string(std::get<1>(*file_line));
   }
   // Traced graphs keep a Python stack as text: its first line names the frame.
@@ -70,6 +70,7 @@ const std::unordered_map<std::string, Walker::Visit>& Walker::visitors() {
       {"aten::Int", &Walker::visit_pass_through},
       {"aten::Float", &Walker::visit_pass_through},
       {"aten::ScalarImplicit", &Walker::visit_pass_through},
+      {"aten::Bool", &Walker::visit_pass_through},
       {"prim::unchecked_cast", &Walker::visit_pass_through},
       {"aten::__is__", &Walker::visit_identity_test},
       {"aten::__isnot__", &Walker::visit_identity_test},
@@ -80,7 +81,7 @@ const std::unordered_map<std::string, Walker::Visit>& Walker::visitors() {
 
 std::string Walker::where() const {
   std::string path = module_stack_.empty() ? "" : module_stack_.back();
-  std::string out = "in module '" + path + "'";
+  std::string out = path.empty() ? "in the root module" : "in module '" + path + "'";
   if (current_ != nullptr) {
     std::string loc = source_location(*current_);
     if (!loc.empty()) out += " (" + loc + ")";
@@ -165,6 +166,10 @@ bool Walker::try_fold(const torch::jit::Node& node, const std::vector<ImportValu
 }
 
 void Walker::visit_constant(const torch::jit::Node& node, Env& env) {
+  if (node.output()->type()->kind() == c10::TypeKind::FunctionType) {
+    env[node.output()] = ImportValue::opaque();  // prim::CallFunction reads the callee from the type
+    return;
+  }
   c10::optional<c10::IValue> value = torch::jit::toIValue(node.output());
   if (!value) fail("constant of an unsupported type");
   env[node.output()] = ImportValue::of_static(*value);

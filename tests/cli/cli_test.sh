@@ -1,0 +1,1 @@
+echo "cli: not written yet"; exit 1

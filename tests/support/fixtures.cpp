@@ -1,0 +1,44 @@
+#include "fixtures.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace qfx::test {
+
+std::string fixture(const std::string& name) {
+  const char* dir = std::getenv("QFX_FIXTURES");
+  TORCH_CHECK(dir != nullptr, "QFX_FIXTURES is not set; run the tests through ctest");
+  return std::string(dir) + "/" + name;
+}
+
+nlohmann::json fixture_json(const std::string& name) {
+  std::ifstream in(fixture(name));
+  TORCH_CHECK(in.good(), "missing fixture ", name);
+  return nlohmann::json::parse(in);
+}
+
+double max_relative_error(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isTensor()) {
+    TORCH_CHECK(b.isTensor(), "structure mismatch: tensor vs ", b.tagKind());
+    const at::Tensor& x = a.toTensor();
+    const at::Tensor& y = b.toTensor();
+    TORCH_CHECK(x.sizes() == y.sizes(), "shape mismatch: ", x.sizes(), " vs ", y.sizes());
+    double scale = std::max(1e-12, y.abs().max().item<double>());
+    return (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>() / scale;
+  }
+  auto items = [](const c10::IValue& v) {
+    TORCH_CHECK(v.isTuple() || v.isList(), "expected a tensor, list or tuple, got ", v.tagKind());
+    return v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec();
+  };
+  auto xs = items(a);
+  auto ys = items(b);
+  TORCH_CHECK(xs.size() == ys.size(), "length mismatch: ", xs.size(), " vs ", ys.size());
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i) worst = std::max(worst, max_relative_error(xs[i], ys[i]));
+  return worst;
+}
+
+}  // namespace qfx::test

@@ -1,0 +1,24 @@
+#pragma once
+// Access to the oracle's fixtures (tests/oracle/make_fixtures.py), whose
+// directory CTest passes in QFX_FIXTURES.
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace qfx::test {
+
+/// Path of a fixture file.
+std::string fixture(const std::string& name);
+
+/// A fixture JSON file, parsed.
+nlohmann::json fixture_json(const std::string& name);
+
+/// Largest |a - b| / max(1e-12, max |b|) over all tensors of two values with
+/// the same structure (tensor, or list/tuple of tensors). Raises on a shape
+/// or structure mismatch.
+double max_relative_error(const c10::IValue& a, const c10::IValue& b);
+
+}  // namespace qfx::test
