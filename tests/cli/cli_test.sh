@@ -1,1 +1,101 @@
-echo "cli: not written yet"; exit 1
+#!/usr/bin/env bash
+# CLI tests: `qfx print` and `qfx run` on the oracle's fixtures, and the
+# bad-input contract: one line on stderr, exit code 1 (2 for usage errors),
+# no core dump, no partial output file.
+#   cli_test.sh QFX_BINARY FIXTURES_DIR PYTHON
+set -u
+qfx=$1
+fixtures=$2
+python=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# expect_error CODE PATTERN -- ARGS...: qfx exits with CODE, prints exactly one
+# line on stderr that matches PATTERN, and nothing on stdout.
+expect_error() {
+  local code=$1 pattern=$2
+  shift 3
+  "$qfx" "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  [ "$got" -eq "$code" ] || fail "qfx $* exited $got, expected $code"
+  [ "$(wc -l <"$work/err")" -eq 1 ] || fail "qfx $*: stderr is not one line: $(cat "$work/err")"
+  grep -qE -- "$pattern" "$work/err" || fail "qfx $*: stderr '$(cat "$work/err")' does not match '$pattern'"
+  [ ! -s "$work/out" ] || fail "qfx $*: wrote to stdout on error"
+}
+
+# --- qfx print -----------------------------------------------------------
+"$qfx" print "$fixtures/linear_relu.pt" >"$work/code.txt" || fail "print exited $?"
+"$python" - "$work/code.txt" "$fixtures/linear_relu.fx.json" <<'EOF' || fail "print differs from PyTorch's print(gm)"
+import json, sys
+ours = open(sys.argv[1]).read()
+fx = json.load(open(sys.argv[2]))
+expected = fx['module_tree'] + '\n' + fx['code'] + '\n'
+sys.exit(0 if ours == expected else 1)
+EOF
+
+"$qfx" print --ir "$fixtures/resnet18.pt" >"$work/ir.txt" || fail "print --ir exited $?"
+grep -qF '%layer1_0_conv1 : [num_users=1] = call_module[target=layer1.0.conv1](args = (%maxpool,), kwargs = {})' \
+  "$work/ir.txt" || fail "print --ir lacks the layer1.0.conv1 node"
+grep -qF '%add : [num_users=1] = call_function[target=operator.add](args = (%layer1_0_bn2, %maxpool), kwargs = {})' \
+  "$work/ir.txt" || fail "print --ir lacks the first residual add"
+
+"$qfx" print --json "$fixtures/resnet18.pt" >"$work/graph.json" || fail "print --json exited $?"
+"$python" - "$work/graph.json" "$fixtures/resnet18.fx.json" <<'EOF' || fail "print --json nodes differ from torch.fx"
+import json, sys
+ours = json.load(open(sys.argv[1]))['nodes']
+fx = json.load(open(sys.argv[2]))['nodes']
+assert [(n['name'], n['op'], n['target']) for n in ours] == [(n['name'], n['op'], n['target']) for n in fx]
+add = next(n for n in ours if n['name'] == 'add')
+assert add['args'] == [{'node': 'layer1_0_bn2'}, {'node': 'maxpool'}], add['args']
+flatten = next(n for n in ours if n['name'] == 'flatten')
+assert flatten['args'] == [{'node': 'avgpool'}, 1], flatten['args']
+EOF
+
+# --- qfx run -------------------------------------------------------------
+for model in resnet18 module_zoo; do
+  "$qfx" run "$fixtures/$model.pt" --input "$fixtures/$model.input.pt" -o "$work/$model.out.pt" \
+    || fail "run $model exited $?"
+  "$python" - "$work/$model.out.pt" "$fixtures/$model.output.pt" <<'EOF' || fail "run $model: output differs from PyTorch"
+import sys, torch
+ours, ref = torch.load(sys.argv[1]), torch.load(sys.argv[2])
+if isinstance(ref, torch.Tensor):
+    ours, ref = [ours], [ref]
+assert len(ours) == len(ref)
+for a, b in zip(ours, ref):
+    assert a.shape == b.shape and (a - b).abs().max() <= 1e-5 * max(1e-12, b.abs().max()), (a - b).abs().max()
+EOF
+done
+"$qfx" run "$fixtures/linear_relu.pt" --input "$fixtures/linear_relu.input.pt" >"$work/summary.txt" \
+  || fail "run without -o exited $?"
+grep -q '^output: Tensor\[2, 10\] Float' "$work/summary.txt" || fail "run summary: $(cat "$work/summary.txt")"
+
+# --- bad input -----------------------------------------------------------
+out="$work/never.pt"
+"$python" -c "import torch, sys; torch.save(torch.rand(2, 5, 8, 8), sys.argv[1])" "$work/bad_shape.pt"
+expect_error 1 "cannot open model file '/nonexistent.pt'" -- run /nonexistent.pt --input "$fixtures/resnet18.input.pt" -o "$out"
+expect_error 1 "is not a TorchScript archive" -- print "$fixtures/resnet18.fx.json"
+expect_error 1 "cannot open '/nonexistent.input.pt'" -- run "$fixtures/resnet18.pt" --input /nonexistent.input.pt -o "$out"
+expect_error 1 "is not a file written by torch.save" -- run "$fixtures/resnet18.pt" --input "$fixtures/resnet18.fx.json" -o "$out"
+expect_error 1 "forward\(\) takes 1 input\(s\), got 4" -- run "$fixtures/resnet18.pt" --input "$fixtures/module_zoo.input.pt" -o "$out"
+expect_error 1 "While executing %conv1 .*expected input\[2, 5, 8, 8\] to have 3 channels" -- \
+  run "$fixtures/resnet18.pt" --input "$work/bad_shape.pt" -o "$out"
+expect_error 1 "unsupported op aten::cumsum in the root module" -- print "$fixtures/bad_op.pt"
+expect_error 1 "data-dependent control flow" -- print "$fixtures/bad_control_flow.scripted.pt"
+expect_error 2 "model is required|required" -- run
+expect_error 2 "--input is required" -- run "$fixtures/resnet18.pt"
+expect_error 2 "" -- nonsense
+[ ! -e "$out" ] || fail "an error left an output file behind"
+ls "$work" | grep -q '\.tmp\.' && fail "an error left a temporary file behind"
+ls core* >/dev/null 2>&1 && fail "a core file was written"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures CLI check(s) failed"
+  exit 1
+fi
+echo "all CLI checks passed"

@@ -9,6 +9,7 @@
 #include "qfx/ir/interpreter.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 
 #include <iostream>
 
@@ -49,6 +50,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("-o,--output", options->output, "write the output here (torch.load reads it)");
   cmd->callback([options, &action] {
     action = [options] {
+      c10::InferenceMode no_autograd;
       auto gm = io::import_torchscript(options->model);
       auto inputs = io::as_inputs(io::load_value(options->input), "'" + options->input + "'");
       ir::Interpreter interpreter(*gm);
