@@ -11,22 +11,24 @@
 namespace qfx::ir {
 namespace {
 
+// The items of a list or tuple argument, each checked with `is_item`.
+std::vector<c10::IValue> items_of(const c10::IValue& v, const char* name, const char* what,
+                                  bool (c10::IValue::*is_item)() const) {
+  TORCH_CHECK(v.isList() || v.isTuple(), "argument '", name, "' must be a list of ", what, ", got ",
+              v.tagKind());
+  std::vector<c10::IValue> items = v.isList() ? v.toListRef().vec() : v.toTupleRef().elements().vec();
+  for (const c10::IValue& item : items) {
+    TORCH_CHECK((item.*is_item)(), "argument '", name, "' must be a list of ", what,
+                ", got an item of type ", item.tagKind());
+  }
+  return items;
+}
+
 std::vector<int64_t> ints_of(const c10::IValue& v, const char* name) {
   if (v.isInt()) return {v.toInt()};
   if (v.isIntList()) return v.toIntVector();
   std::vector<int64_t> out;
-  auto take = [&](const c10::IValue& item) {
-    TORCH_CHECK(item.isInt(), "argument '", name, "' must be a list of ints, got an item of type ",
-                item.tagKind());
-    out.push_back(item.toInt());
-  };
-  if (v.isList()) {
-    for (const c10::IValue& item : v.toListRef()) take(item);
-  } else if (v.isTuple()) {
-    for (const c10::IValue& item : v.toTupleRef().elements()) take(item);
-  } else {
-    TORCH_CHECK(false, "argument '", name, "' must be an int or a list of ints, got ", v.tagKind());
-  }
+  for (const c10::IValue& item : items_of(v, name, "ints", &c10::IValue::isInt)) out.push_back(item.toInt());
   return out;
 }
 
@@ -134,17 +136,8 @@ std::vector<at::Tensor> CallArgs::tensor_list(size_t index, const char* name) co
   const c10::IValue& v = at(index, name);
   if (v.isTensorList()) return v.toTensorVector();
   std::vector<at::Tensor> out;
-  auto take = [&](const c10::IValue& item) {
-    TORCH_CHECK(item.isTensor(), "argument '", name, "' must be a list of Tensors, got an item of type ",
-                item.tagKind());
+  for (const c10::IValue& item : items_of(v, name, "Tensors", &c10::IValue::isTensor)) {
     out.push_back(item.toTensor());
-  };
-  if (v.isList()) {
-    for (const c10::IValue& item : v.toListRef()) take(item);
-  } else if (v.isTuple()) {
-    for (const c10::IValue& item : v.toTupleRef().elements()) take(item);
-  } else {
-    TORCH_CHECK(false, "argument '", name, "' must be a list of Tensors, got ", v.tagKind());
   }
   return out;
 }

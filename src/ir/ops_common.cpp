@@ -6,30 +6,23 @@
 #include <ATen/TensorIndexing.h>
 
 #include <cmath>
+#include <type_traits>
 
 namespace qfx::ir {
 namespace {
 
-at::Tensor tensor_op(BinaryOp op, const at::Tensor& a, const at::Tensor& b) {
+// `tensor <op> other`, where other is a Tensor or a Scalar.
+template <typename Other>
+at::Tensor tensor_op(BinaryOp op, const at::Tensor& a, const Other& b) {
   switch (op) {
     case BinaryOp::kAdd: return at::add(a, b);
     case BinaryOp::kSub: return at::sub(a, b);
     case BinaryOp::kMul: return at::mul(a, b);
     case BinaryOp::kTrueDiv: return at::div(a, b);
     case BinaryOp::kFloorDiv: return at::floor_divide(a, b);
-    case BinaryOp::kMatMul: return at::matmul(a, b);
-  }
-  TORCH_CHECK(false, "unknown binary op");
-}
-
-at::Tensor tensor_scalar_op(BinaryOp op, const at::Tensor& a, const at::Scalar& b) {
-  switch (op) {
-    case BinaryOp::kAdd: return at::add(a, b);
-    case BinaryOp::kSub: return at::sub(a, b);
-    case BinaryOp::kMul: return at::mul(a, b);
-    case BinaryOp::kTrueDiv: return at::div(a, b);
-    case BinaryOp::kFloorDiv: return at::floor_divide(a, b);
-    case BinaryOp::kMatMul: break;
+    case BinaryOp::kMatMul:
+      if constexpr (std::is_same_v<Other, at::Tensor>) return at::matmul(a, b);
+      break;
   }
   TORCH_CHECK(false, "matmul needs two tensors");
 }
@@ -94,7 +87,7 @@ at::indexing::TensorIndex tensor_index(const c10::IValue& v) {
 
 c10::IValue binary(BinaryOp op, const c10::IValue& lhs, const c10::IValue& rhs) {
   if (lhs.isTensor() && rhs.isTensor()) return tensor_op(op, lhs.toTensor(), rhs.toTensor());
-  if (lhs.isTensor() && rhs.isScalar()) return tensor_scalar_op(op, lhs.toTensor(), rhs.toScalar());
+  if (lhs.isTensor() && rhs.isScalar()) return tensor_op(op, lhs.toTensor(), rhs.toScalar());
   if (lhs.isScalar() && rhs.isTensor()) return scalar_tensor_op(op, lhs.toScalar(), rhs.toTensor());
   if (lhs.isInt() && rhs.isInt()) return int_op(op, lhs.toInt(), rhs.toInt());
   TORCH_CHECK(lhs.isScalar() && rhs.isScalar(), "unsupported operand types ", lhs.tagKind(),

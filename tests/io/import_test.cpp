@@ -77,6 +77,9 @@ TEST_P(OracleImport, MatchesFxAndComputesTheSame) {
 INSTANTIATE_TEST_SUITE_P(
     Models, OracleImport,
     ::testing::Values(ImportCase{"resnet18.pt", "resnet18", true, true, false},
+                      ImportCase{"resnet18.scripted.pt", "resnet18", true, true, false},
+                      ImportCase{"mobilenet_v2.scripted.pt", "mobilenet_v2", true, true, false},
+                      ImportCase{"mobilenet_v3_large.scripted.pt", "mobilenet_v3_large", true, false, false},
                       ImportCase{"resnet50.pt", "resnet50", true, true, false},
                       ImportCase{"mobilenet_v2.pt", "mobilenet_v2", true, true, false},
                       // Python prints AdaptiveAvgPool2d(1) as given; a trace keeps only (1, 1).

@@ -203,10 +203,10 @@ def models():
     """(name, constructor, example inputs, script?) for every fixture model."""
     image = (torch.rand(1, 3, 224, 224),)
     return [
-        ('resnet18', torchvision.models.resnet18, image, False),
+        ('resnet18', torchvision.models.resnet18, image, True),
         ('resnet50', torchvision.models.resnet50, image, False),
-        ('mobilenet_v2', torchvision.models.mobilenet_v2, image, False),
-        ('mobilenet_v3_large', torchvision.models.mobilenet_v3_large, image, False),
+        ('mobilenet_v2', torchvision.models.mobilenet_v2, image, True),
+        ('mobilenet_v3_large', torchvision.models.mobilenet_v3_large, image, True),
         ('linear_relu', LinearReLUModule, (torch.rand(2, 5),), True),
         ('tutorial_no_bn', lambda: MyModel(False), (torch.rand(1, 3, 10, 10),), True),
         ('tutorial_bn', lambda: MyModel(True), (torch.rand(1, 3, 10, 10),), True),

@@ -83,14 +83,20 @@ class Graph {
   /// from the target as FX does) is made unique by the graph's Namespace.
   Node* create_node(Opcode op, std::string target, std::vector<Argument> args = {},
                     Kwargs kwargs = {}, std::string_view name = {});
+  /// A forward() input named `name` (node name as FX makes it: `input` -> `input_1`).
   Node* placeholder(const std::string& name);
+  /// The attribute at a dotted path of the owning GraphModule.
   Node* get_attr(const std::string& target);
+  /// A call of the submodule at a dotted path.
   Node* call_module(const std::string& target, std::vector<Argument> args,
                     Kwargs kwargs = {});
+  /// A call of a function by qualified name (`torch.flatten`, `operator.add`).
   Node* call_function(const std::string& target, std::vector<Argument> args,
                       Kwargs kwargs = {});
+  /// A call of method `method` on args[0] (`view`, `size`).
   Node* call_method(const std::string& method, std::vector<Argument> args,
                     Kwargs kwargs = {});
+  /// The graph's result (a node, or a tuple/list of them).
   Node* output(Argument result);
 
   /// Copies `node` (possibly from another graph) to the insert point, mapping
@@ -105,11 +111,14 @@ class Graph {
   /// Removes `node`; raises c10::Error if it still has users.
   void erase_node(Node* node);
 
+  /// The nodes in order, for range-for loops.
   NodeRange nodes() const { return NodeRange(head_); }
   /// Nodes as a vector (a snapshot, safe to mutate the graph while walking it).
   std::vector<Node*> node_list() const;
+  /// First and last node; nullptr when empty.
   Node* first() const { return head_; }
   Node* last() const { return tail_; }
+  /// Number of nodes.
   size_t size() const { return size_; }
   /// The node named `name`, or nullptr (linear search; for tools and tests).
   Node* find_node(std::string_view name) const;
@@ -133,6 +142,7 @@ class Graph {
   std::unique_ptr<Graph> clone(
       std::unordered_map<const Node*, Node*>* node_map = nullptr) const;
 
+  /// The names in use (for passes that name attributes or modules alike).
   Namespace& name_space() { return namespace_; }
 
  private:

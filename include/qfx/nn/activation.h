@@ -4,6 +4,7 @@
 /// Hardsigmoid) or has without PyTorch's `inplace` flag (SiLU). In the
 /// LibTorch module idiom; registered as `torch.nn.Hardswish`, ... .
 
+#include <ATen/ATen.h>
 #include <torch/arg.h>
 #include <torch/nn/cloneable.h>
 #include <torch/nn/pimpl.h>
@@ -16,34 +17,26 @@ struct ActivationOptions {
   TORCH_ARG(bool, inplace) = false;
 };
 
-/// `torch.nn.Hardswish`: x * relu6(x + 3) / 6.
-class HardswishImpl : public torch::nn::Cloneable<HardswishImpl> {
+/// An element-wise activation computed by one ATen op (and its in-place form).
+template <at::Tensor (*Op)(const at::Tensor&), at::Tensor& (*InplaceOp)(at::Tensor&)>
+class ActivationImpl : public torch::nn::Cloneable<ActivationImpl<Op, InplaceOp>> {
  public:
-  explicit HardswishImpl(ActivationOptions options = {}) : options(options) {}
+  explicit ActivationImpl(ActivationOptions options = {}) : options(options) {}
   void reset() override {}
-  at::Tensor forward(at::Tensor input);
+  at::Tensor forward(at::Tensor input) { return options.inplace() ? InplaceOp(input) : Op(input); }
   ActivationOptions options;
 };
+
+/// `torch.nn.Hardswish`: x * relu6(x + 3) / 6.
+using HardswishImpl = ActivationImpl<at::hardswish, at::hardswish_>;
 TORCH_MODULE(Hardswish);
 
 /// `torch.nn.Hardsigmoid`: relu6(x + 3) / 6.
-class HardsigmoidImpl : public torch::nn::Cloneable<HardsigmoidImpl> {
- public:
-  explicit HardsigmoidImpl(ActivationOptions options = {}) : options(options) {}
-  void reset() override {}
-  at::Tensor forward(at::Tensor input);
-  ActivationOptions options;
-};
+using HardsigmoidImpl = ActivationImpl<at::hardsigmoid, at::hardsigmoid_>;
 TORCH_MODULE(Hardsigmoid);
 
 /// `torch.nn.SiLU`: x * sigmoid(x).
-class SiLUImpl : public torch::nn::Cloneable<SiLUImpl> {
- public:
-  explicit SiLUImpl(ActivationOptions options = {}) : options(options) {}
-  void reset() override {}
-  at::Tensor forward(at::Tensor input);
-  ActivationOptions options;
-};
+using SiLUImpl = ActivationImpl<at::silu, at::silu_>;
 TORCH_MODULE(SiLU);
 
 }  // namespace qfx::nn

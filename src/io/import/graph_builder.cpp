@@ -11,6 +11,7 @@
 #include "op_table.h"
 
 #include "qfx/ir/graph.h"
+#include "qfx/ir/op_registry.h"
 
 #include <c10/util/Exception.h>
 
@@ -83,11 +84,7 @@ void GraphBuilder::import_forward(const torch::jit::Module& root) {
     inputs.push_back(ImportValue::of_node(gm_.graph().placeholder(name)));
   }
   auto outputs = walker_.run(graph, std::move(inputs));
-  gm_.graph().output(output_argument(outputs.at(0)));
-}
-
-ir::Argument GraphBuilder::output_argument(const ImportValue& value) {
-  return to_argument(value);
+  gm_.graph().output(to_argument(outputs.at(0)));
 }
 
 ImportValue GraphBuilder::call_module(const ImportValue& module, const std::string& method,
@@ -108,12 +105,12 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, std::vector<Impor
                           c10::TypeKind::NoneType) {
     return ImportValue::of_static(c10::IValue());
   }
-  if (!built_leaves_[path]) {
+  if (built_leaves_.count(path) == 0) {
     std::string type = python_class_name(*module.module);
     std::shared_ptr<torch::nn::Module> built = build_leaf_module(*module.module, type, path);
     if (built == nullptr) walker_.fail("unsupported module type " + type);
     gm_.add_submodule(path, std::move(built));
-    built_leaves_[path] = true;
+    built_leaves_.insert(path);
   }
   std::vector<ir::Argument> fx_args;
   for (const ImportValue& a : args) fx_args.push_back(to_argument(a));
@@ -141,44 +138,76 @@ ImportValue GraphBuilder::element(const ImportValue& sequence, int64_t index) {
   return ImportValue::of_node(gm_.graph().call_function("operator.getitem", {sequence.node, index}));
 }
 
+// Which inputs become positional FX args (trailing defaults dropped) and which
+// become kwargs (keyword-only ones not at their default).
+struct ArgumentSplit {
+  std::vector<int> positional;
+  std::vector<int> keyword;
+};
+
+ArgumentSplit split_arguments(const std::vector<c10::Argument>& schema_args, const std::vector<ImportValue>& inputs,
+                              const std::vector<int>& order) {
+  ArgumentSplit split;
+  for (int i : order) {
+    if (!schema_args[i].kwarg_only()) {
+      split.positional.push_back(i);
+    } else if (!is_default(schema_args[i], inputs[i])) {
+      split.keyword.push_back(i);
+    }
+  }
+  while (!split.positional.empty() && is_default(schema_args[split.positional.back()], inputs[split.positional.back()])) {
+    split.positional.pop_back();
+  }
+  return split;
+}
+
+std::vector<int> all_indices(size_t n) {
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
+ir::Node* GraphBuilder::call_node(ir::Opcode op, const std::string& target,
+                                  const std::vector<c10::Argument>& schema_args,
+                                  const std::vector<ImportValue>& inputs, const std::vector<int>& positional,
+                                  const std::vector<int>& keyword, bool inplace) {
+  std::vector<ir::Argument> args;
+  for (int i : positional) args.push_back(to_argument(inputs[i], schema_args[i].real_type()));
+  ir::Kwargs kwargs;
+  for (int i : keyword) kwargs.emplace_back(schema_args[i].name(), to_argument(inputs[i], schema_args[i].real_type()));
+  if (inplace) kwargs.emplace_back("inplace", true);
+  return gm_.graph().create_node(op, target, std::move(args), std::move(kwargs));
+}
+
 ir::Node* GraphBuilder::mapped_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
   const OpMapping& m = *find_op_mapping(node.kind().toQualString());
   const auto& schema_args = node.schema().arguments();
-  std::vector<int> order = m.order;
-  if (order.empty()) {
-    order.resize(inputs.size());
-    std::iota(order.begin(), order.end(), 0);
-  }
+  std::vector<int> order = m.order.empty() ? all_indices(inputs.size()) : m.order;
   for (size_t i = 0; i < inputs.size(); ++i) {
     bool selected = std::find(order.begin(), order.end(), static_cast<int>(i)) != order.end();
     if (!selected && !is_default(schema_args[i], inputs[i])) {
       walker_.fail("cannot express argument '" + schema_args[i].name() + "' of " + node.kind().toQualString());
     }
   }
-  std::vector<int> positional;
-  std::vector<int> keyword;
-  for (int i : order) {
-    if (schema_args[i].kwarg_only()) {
-      if (!is_default(schema_args[i], inputs[i])) keyword.push_back(i);
-    } else {
-      positional.push_back(i);
-    }
-  }
-  while (!positional.empty() && is_default(schema_args[positional.back()], inputs[positional.back()])) {
-    positional.pop_back();
-  }
+  ArgumentSplit split = split_arguments(schema_args, inputs, order);
   std::string target = m.target;
-  bool fits = m.max_positional < 0 || (static_cast<int>(positional.size()) <= m.max_positional && keyword.empty());
+  bool fits = m.max_positional < 0 ||
+              (static_cast<int>(split.positional.size()) <= m.max_positional && split.keyword.empty());
   if (!fits) {
     if (*m.fallback == '\0') walker_.fail(std::string("cannot express the arguments of ") + node.kind().toQualString());
     target = m.fallback;
   }
-  std::vector<ir::Argument> args;
-  for (int i : positional) args.push_back(to_argument(inputs[i], schema_args[i].real_type()));
-  ir::Kwargs kwargs;
-  for (int i : keyword) kwargs.emplace_back(schema_args[i].name(), to_argument(inputs[i], schema_args[i].real_type()));
-  if (m.inplace) kwargs.emplace_back("inplace", true);
-  return gm_.graph().create_node(m.op, target, std::move(args), std::move(kwargs));
+  return call_node(m.op, target, schema_args, inputs, split.positional, split.keyword, m.inplace);
+}
+
+c10::optional<ImportValue> GraphBuilder::call_function(const std::string& qualified_name,
+                                                       const c10::FunctionSchema& schema,
+                                                       const std::vector<ImportValue>& args) {
+  // A function FX records as one node (`torch.nn.functional.relu`): one node.
+  if (ir::OpRegistry::functions().find(qualified_name) == nullptr) return c10::nullopt;
+  ArgumentSplit split = split_arguments(schema.arguments(), args, all_indices(args.size()));
+  return ImportValue::of_node(call_node(ir::Opcode::kCallFunction, qualified_name, schema.arguments(), args,
+                                        split.positional, split.keyword, false));
 }
 
 ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {

@@ -8,6 +8,7 @@
 #include "qfx/ir/graph_module.h"
 
 #include <unordered_map>
+#include <unordered_set>
 
 namespace qfx::io::detail {
 
@@ -23,20 +24,24 @@ class GraphBuilder : public Walker::Handler {
   std::vector<ImportValue> call_op(const torch::jit::Node& node,
                                    std::vector<ImportValue> inputs) override;
   ImportValue element(const ImportValue& sequence, int64_t index) override;
+  c10::optional<ImportValue> call_function(const std::string& qualified_name, const c10::FunctionSchema& schema,
+                                           const std::vector<ImportValue>& args) override;
 
  private:
   ir::Argument to_argument(const ImportValue& value, const c10::TypePtr& type = nullptr);
   ir::Argument static_argument(const c10::IValue& value, const c10::TypePtr& type);
   ir::Node* attribute_node(const std::string& path, const at::Tensor& tensor);
   ir::Node* mapped_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
+  ir::Node* call_node(ir::Opcode op, const std::string& target, const std::vector<c10::Argument>& schema_args,
+                      const std::vector<ImportValue>& inputs, const std::vector<int>& positional,
+                      const std::vector<int>& keyword, bool inplace);
   ImportValue custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
   ImportValue leaf_call(const ImportValue& module, std::vector<ImportValue> args);
-  ir::Argument output_argument(const ImportValue& value);
 
   ir::GraphModule& gm_;
   Walker walker_;
   std::unordered_map<std::string, ir::Node*> attribute_nodes_;  // by attribute path
-  std::unordered_map<std::string, bool> built_leaves_;          // by module path
+  std::unordered_set<std::string> built_leaves_;                // module paths
   int tensor_constants_ = 0;
 };
 

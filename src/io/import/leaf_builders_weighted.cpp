@@ -161,11 +161,15 @@ ModulePtr group_norm(const Leaf& leaf) {
   return m;
 }
 
+at::Tensor embedding_weight(const Leaf& leaf) {
+  TORCH_CHECK(leaf.find_op({"aten::embedding_renorm_"}) == nullptr, "max_norm is not supported");
+  return leaf.tensor("weight");
+}
+
 // embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
 ModulePtr embedding(const Leaf& leaf) {
-  TORCH_CHECK(leaf.find_op({"aten::embedding_renorm_"}) == nullptr, "max_norm is not supported");
+  at::Tensor w = embedding_weight(leaf);
   const ProbedOp& op = leaf.op({"aten::embedding"});
-  at::Tensor w = leaf.tensor("weight");
   torch::nn::EmbeddingOptions o(w.size(0), w.size(1));
   if (op.to_int(2) >= 0) o.padding_idx(op.to_int(2));
   o.scale_grad_by_freq(op.to_bool(3)).sparse(op.to_bool(4));
@@ -177,9 +181,8 @@ ModulePtr embedding(const Leaf& leaf) {
 // embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
 //               per_sample_weights, include_last_offset, padding_idx)
 ModulePtr embedding_bag(const Leaf& leaf) {
-  TORCH_CHECK(leaf.find_op({"aten::embedding_renorm_"}) == nullptr, "max_norm is not supported");
+  at::Tensor w = embedding_weight(leaf);
   const ProbedOp& op = leaf.op({"aten::embedding_bag"});
-  at::Tensor w = leaf.tensor("weight");
   torch::nn::EmbeddingBagOptions o(w.size(0), w.size(1));
   int64_t mode = op.to_int(4);
   if (mode == 0) o.mode(torch::kSum);

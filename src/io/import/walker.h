@@ -30,6 +30,13 @@ class Walker {
     /// tensor); returns one value per output.
     virtual std::vector<ImportValue> call_op(const torch::jit::Node& node,
                                              std::vector<ImportValue> inputs) = 0;
+    /// A call of a compiled Python function (`torch.nn.functional.relu`): a
+    /// value to use as its result, or nullopt to walk into the function.
+    virtual c10::optional<ImportValue> call_function(const std::string& qualified_name,
+                                                     const c10::FunctionSchema& schema,
+                                                     const std::vector<ImportValue>& args) {
+      return c10::nullopt;
+    }
     /// `sequence[index]` for a value produced by call_op.
     virtual ImportValue element(const ImportValue& sequence, int64_t index) = 0;
     /// True: an `if` on a non-constant condition gives opaque outputs instead
