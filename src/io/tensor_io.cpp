@@ -20,7 +20,8 @@ c10::IValue load_value(const std::string& path) {
     return torch::pickle_load(bytes);
   } catch (const c10::Error& e) {
     std::string cause = e.what_without_backtrace();
-    TORCH_CHECK(false, "'", path, "' is not a file written by torch.save: ", cause.substr(0, cause.find('\n')));
+    TORCH_CHECK(false, "cannot read '", path, "': expected a torch.save file of tensors, lists or tuples (",
+                cause.substr(0, cause.find('\n')), ")");
   }
 }
 

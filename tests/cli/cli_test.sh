@@ -81,10 +81,15 @@ out="$work/never.pt"
 expect_error 1 "cannot open model file '/nonexistent.pt'" -- run /nonexistent.pt --input "$fixtures/resnet18.input.pt" -o "$out"
 expect_error 1 "is not a TorchScript archive" -- print "$fixtures/resnet18.fx.json"
 expect_error 1 "cannot open '/nonexistent.input.pt'" -- run "$fixtures/resnet18.pt" --input /nonexistent.input.pt -o "$out"
-expect_error 1 "is not a file written by torch.save" -- run "$fixtures/resnet18.pt" --input "$fixtures/resnet18.fx.json" -o "$out"
+expect_error 1 "cannot read '.*resnet18.fx.json': expected a torch.save file" -- run "$fixtures/resnet18.pt" --input "$fixtures/resnet18.fx.json" -o "$out"
 expect_error 1 "forward\(\) takes 1 input\(s\), got 4" -- run "$fixtures/resnet18.pt" --input "$fixtures/module_zoo.input.pt" -o "$out"
 expect_error 1 "While executing %conv1 .*expected input\[2, 5, 8, 8\] to have 3 channels" -- \
   run "$fixtures/resnet18.pt" --input "$work/bad_shape.pt" -o "$out"
+"$python" -c "import torch, sys; torch.save({'x': torch.rand(1)}, sys.argv[1])" "$work/dict.pt"
+expect_error 1 "cannot read '.*dict.pt': expected a torch.save file of tensors" -- \
+  run "$fixtures/resnet18.pt" --input "$work/dict.pt" -o "$out"
+expect_error 1 "cannot write '/nonexistent/dir/out.pt'" -- \
+  run "$fixtures/linear_relu.pt" --input "$fixtures/linear_relu.input.pt" -o /nonexistent/dir/out.pt
 expect_error 1 "unsupported op aten::cumsum in the root module" -- print "$fixtures/bad_op.pt"
 expect_error 1 "data-dependent control flow" -- print "$fixtures/bad_control_flow.scripted.pt"
 expect_error 2 "model is required|required" -- run

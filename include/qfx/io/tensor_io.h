@@ -10,9 +10,9 @@
 
 namespace qfx::io {
 
-/// Reads a file written by Python's `torch.save` (a tensor, or lists, tuples
-/// and dicts of tensors and numbers). Raises c10::Error naming the file when
-/// it is missing or unreadable.
+/// Reads a file written by Python's `torch.save` (a tensor, or lists and
+/// tuples of tensors and numbers). Raises c10::Error naming the file when it
+/// is missing or unreadable.
 c10::IValue load_value(const std::string& path);
 
 /// Writes `value` so that Python's `torch.load` reads it. The file appears
