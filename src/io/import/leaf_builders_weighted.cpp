@@ -17,14 +17,26 @@ namespace {
 
 using ModulePtr = std::shared_ptr<torch::nn::Module>;
 
+// Copies the leaf's `weight` and `bias`, where it has them.
+template <typename Impl>
+void copy_weight_and_bias(const Leaf& leaf, Impl& m) {
+  at::Tensor w = leaf.tensor("weight");
+  if (w.defined()) assign(m.weight, w);
+  at::Tensor b = leaf.tensor("bias");
+  if (b.defined()) assign(m.bias, b);
+}
+
+template <typename Impl, typename Options>
+ModulePtr with_weight_and_bias(const Leaf& leaf, const Options& options) {
+  auto m = std::make_shared<Impl>(options);
+  copy_weight_and_bias(leaf, *m);
+  return m;
+}
+
 ModulePtr linear(const Leaf& leaf) {
   at::Tensor w = leaf.tensor("weight");
-  at::Tensor b = leaf.tensor("bias");
-  auto m = std::make_shared<torch::nn::LinearImpl>(
-      torch::nn::LinearOptions(w.size(1), w.size(0)).bias(b.defined()));
-  assign(m->weight, w);
-  if (b.defined()) assign(m->bias, b);
-  return m;
+  return with_weight_and_bias<torch::nn::LinearImpl>(
+      leaf, torch::nn::LinearOptions(w.size(1), w.size(0)).bias(leaf.tensor("bias").defined()));
 }
 
 // Padding mode and amounts from an explicit pad op before the convolution
@@ -66,10 +78,7 @@ ModulePtr conv(const Leaf& leaf) {
     o.padding(torch::ExpandingArray<D>(padding.toIntVector()));
   }
   apply_padding_mode<D>(leaf, o);
-  auto m = std::make_shared<Impl>(o);
-  assign(m->weight, w);
-  if (b.defined()) assign(m->bias, b);
-  return m;
+  return with_weight_and_bias<Impl>(leaf, o);
 }
 
 template <size_t D, typename Impl, typename Options>
@@ -85,10 +94,7 @@ ModulePtr conv_transpose(const Leaf& leaf) {
   Options o(w.size(0), w.size(1) * groups, torch::ExpandingArray<D>(w.sizes().slice(2)));
   o.stride(op.ints(3)).padding(op.ints(4)).output_padding(op.ints(is_named ? 5 : 7));
   o.dilation(op.ints(is_named ? 7 : 5)).groups(groups).bias(b.defined());
-  auto m = std::make_shared<Impl>(o);
-  assign(m->weight, w);
-  if (b.defined()) assign(m->bias, b);
-  return m;
+  return with_weight_and_bias<Impl>(leaf, o);
 }
 
 int64_t num_features(const Leaf& leaf) {
@@ -101,10 +107,7 @@ int64_t num_features(const Leaf& leaf) {
 
 template <typename Impl>
 void copy_norm_state(const Leaf& leaf, Impl& m) {
-  if (m.options.affine()) {
-    assign(m.weight, leaf.tensor("weight"));
-    assign(m.bias, leaf.tensor("bias"));
-  }
+  copy_weight_and_bias(leaf, m);
   if (m.options.track_running_stats()) {
     assign(m.running_mean, leaf.tensor("running_mean"));
     assign(m.running_var, leaf.tensor("running_var"));
@@ -138,27 +141,17 @@ ModulePtr instance_norm(const Leaf& leaf) {
 
 ModulePtr layer_norm(const Leaf& leaf) {
   const ProbedOp& op = leaf.op({"aten::layer_norm"});
-  at::Tensor w = leaf.tensor("weight");
-  auto m = std::make_shared<torch::nn::LayerNormImpl>(
-      torch::nn::LayerNormOptions(op.ints(1)).eps(op.to_double(4)).elementwise_affine(w.defined()));
-  if (w.defined()) {
-    assign(m->weight, w);
-    assign(m->bias, leaf.tensor("bias"));
-  }
-  return m;
+  bool affine = leaf.tensor("weight").defined();
+  return with_weight_and_bias<torch::nn::LayerNormImpl>(
+      leaf, torch::nn::LayerNormOptions(op.ints(1)).eps(op.to_double(4)).elementwise_affine(affine));
 }
 
 ModulePtr group_norm(const Leaf& leaf) {
   const ProbedOp& op = leaf.op({"aten::group_norm"});
   at::Tensor w = leaf.tensor("weight");
   int64_t channels = w.defined() ? w.size(0) : leaf.int_attribute("num_channels", 0);
-  auto m = std::make_shared<torch::nn::GroupNormImpl>(
-      torch::nn::GroupNormOptions(op.to_int(1), channels).eps(op.to_double(4)).affine(w.defined()));
-  if (w.defined()) {
-    assign(m->weight, w);
-    assign(m->bias, leaf.tensor("bias"));
-  }
-  return m;
+  return with_weight_and_bias<torch::nn::GroupNormImpl>(
+      leaf, torch::nn::GroupNormOptions(op.to_int(1), channels).eps(op.to_double(4)).affine(w.defined()));
 }
 
 at::Tensor embedding_weight(const Leaf& leaf) {
