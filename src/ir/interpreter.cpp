@@ -70,6 +70,17 @@ c10::IValue constant_value(const Argument& arg) {
   TORCH_CHECK(false, "internal: constant_value on a Node");
 }
 
+// Re-raises the exception being handled as a c10::Error that names the node.
+[[noreturn]] void rethrow_at(const char* doing, const Node& node) {
+  try {
+    throw;
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, doing, " ", node.format(), ": ", e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, doing, " ", node.format(), ": ", e.what());
+  }
+}
+
 }  // namespace
 
 struct Interpreter::Program {
@@ -202,8 +213,8 @@ Interpreter::Interpreter(const GraphModule& gm) : program_(std::make_unique<Prog
   for (Node* node : gm.graph().nodes()) {
     try {
       p.steps.push_back(p.compile_step(gm, *node));
-    } catch (const c10::Error& e) {
-      TORCH_CHECK(false, "While compiling ", node->format(), ": ", e.what_without_backtrace());
+    } catch (...) {
+      rethrow_at("While compiling", *node);
     }
     p.slot_of[node] = p.steps.size() - 1;
   }
@@ -238,9 +249,9 @@ c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
     try {
       p.slots[i] = p.execute(step, inputs);
       if (hook_) hook_(*step.node, p.slots[i]);
-    } catch (const c10::Error& e) {
+    } catch (...) {
       std::fill(p.slots.begin(), p.slots.end(), c10::IValue());
-      TORCH_CHECK(false, "While executing ", step.node->format(), ": ", e.what_without_backtrace());
+      rethrow_at("While executing", *step.node);
     }
     if (step.kind == Program::StepKind::kOutput) result = std::move(p.slots[i]);
     for (size_t slot : step.free_after) p.slots[slot] = c10::IValue();

@@ -10,6 +10,7 @@
 #include <c10/util/Exception.h>
 
 #include <cctype>
+#include <cmath>
 #include <unordered_map>
 
 namespace qfx::ir {
@@ -87,14 +88,12 @@ Argument LineParser::number() {
   if (text_[pos_] == '-' || text_[pos_] == '+') ++pos_;
   if (accept("inf")) return (text_[start] == '-' ? -1.0 : 1.0) * HUGE_VAL;
   bool is_float = false;
-  while (pos_ < text_.size()) {
-    char c = text_[pos_];
-    if (c == '.' || c == 'e' || c == 'E') {
-      is_float = true;
-    } else if ((c == '-' || c == '+') && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E')) {
-    } else if (!std::isdigit(static_cast<unsigned char>(c))) {
-      break;
-    }
+  auto part_of_number = [this](char c) {
+    bool exponent_sign = (c == '-' || c == '+') && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E');
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' || exponent_sign;
+  };
+  while (pos_ < text_.size() && part_of_number(text_[pos_])) {
+    is_float = is_float || !std::isdigit(static_cast<unsigned char>(text_[pos_]));
     ++pos_;
   }
   std::string token(text_.substr(start, pos_ - start));
