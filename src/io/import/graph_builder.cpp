@@ -17,7 +17,6 @@
 
 #include <limits>
 #include <numeric>
-#include <regex>
 
 namespace qfx::io::detail {
 namespace {
@@ -61,11 +60,7 @@ bool is_traced_scalar(const at::Tensor& t) {
 }  // namespace
 
 std::string python_class_name(const torch::jit::Module& module) {
-  std::string name = module.type()->name()->qualifiedName();
-  static const std::regex kMangle(R"(___torch_mangle_\d+\.)");
-  name = std::regex_replace(name, kMangle, "");
-  const std::string prefix = "__torch__.";
-  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+  return python_qualified_name(module.type()->name()->qualifiedName());
 }
 
 bool is_leaf_module(const std::string& python_class) {

@@ -62,6 +62,10 @@ struct ImportValue {
   bool is_static() const { return kind == Kind::kStatic; }
 };
 
+/// The Python qualified name behind a TorchScript one: without `__torch__.`
+/// and the JIT's `___torch_mangle_N.` parts (`torch.nn.modules.conv.Conv2d`).
+std::string python_qualified_name(const std::string& torchscript_name);
+
 /// "a.b" + "c" -> "a.b.c"; "" + "c" -> "c".
 inline std::string join_path(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;

@@ -207,9 +207,7 @@ void Walker::visit_call_function(const torch::jit::Node& node, Env& env) {
   torch::jit::Function* fn = fn_type->function();
   std::vector<ImportValue> inputs = inputs_of(node, env);
   inputs.erase(inputs.begin());
-  std::string name = fn->qualname().qualifiedName();
-  const std::string prefix = "__torch__.";
-  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
+  std::string name = python_qualified_name(fn->qualname().qualifiedName());
   if (auto result = handler_.call_function(name, fn->getSchema(), inputs)) {
     bind_outputs(node, {std::move(*result)}, env);
     return;
