@@ -14,5 +14,9 @@ using Action = std::function<void()>;
 void add_print_command(CLI::App& app, Action& action);
 /// `qfx run MODEL.pt --input IN.pt [-o OUT.pt]`
 void add_run_command(CLI::App& app, Action& action);
+/// `qfx qconfig dump BACKEND [--qat]`
+void add_qconfig_command(CLI::App& app, Action& action);
+/// `qfx observe --observer SPEC.json --input X.pt [--weight]`
+void add_observe_command(CLI::App& app, Action& action);
 
 }  // namespace qfx::cli

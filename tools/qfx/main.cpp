@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
   qfx::cli::Action action;
   qfx::cli::add_print_command(app, action);
   qfx::cli::add_run_command(app, action);
+  qfx::cli::add_qconfig_command(app, action);
+  qfx::cli::add_observe_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

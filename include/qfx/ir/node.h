@@ -37,6 +37,16 @@ std::optional<Opcode> parse_opcode(std::string_view name);
 /// Free-form per-node data (FX `node.meta`), e.g. the qconfig of a node.
 using Meta = std::map<std::string, std::any>;
 
+/// The module whose forward() created a node, as PyTorch's QuantizationTracer
+/// records it (`node_name_to_scope`): for a call_module node the module
+/// itself, else the innermost module being traced. The root has path "" and
+/// type "". Stored in `meta()[kScopeMeta]`.
+struct NodeScope {
+  std::string module_path;
+  std::string module_type;  ///< PyTorch name: `torch.nn.Conv2d`, `torchvision.models.resnet.BasicBlock`
+};
+inline constexpr const char* kScopeMeta = "scope";
+
 /// One operation in a Graph. Created and destroyed only by its Graph.
 class Node {
  public:

@@ -11,6 +11,7 @@
 #include "op_table.h"
 
 #include "qfx/ir/graph.h"
+#include "qfx/ir/module_registry.h"
 #include "qfx/ir/op_registry.h"
 
 #include <c10/util/Exception.h>
@@ -63,6 +64,17 @@ std::string python_class_name(const torch::jit::Module& module) {
   return python_qualified_name(module.type()->name()->qualifiedName());
 }
 
+std::string public_type_name(const std::string& python_class) {
+  size_t modules = python_class.find(".modules.");
+  if (python_class.rfind("torch.", 0) != 0 || modules == std::string::npos) return python_class;
+  return python_class.substr(0, modules) + python_class.substr(python_class.rfind('.'));
+}
+
+ir::Node* GraphBuilder::scoped(ir::Node* node) {
+  node->meta()[ir::kScopeMeta] = scopes_.back();
+  return node;
+}
+
 bool is_leaf_module(const std::string& python_class) {
   bool under_nn = python_class.rfind("torch.nn.", 0) == 0 || python_class.rfind("torch.ao.nn.", 0) == 0;
   return under_nn && python_class != "torch.nn.modules.container.Sequential";
@@ -76,10 +88,10 @@ void GraphBuilder::import_forward(const torch::jit::Module& root) {
     std::string name = graph.inputs()[i]->debugName();
     name = name.substr(0, name.find('.'));  // "x.1" -> "x"
     if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "input";
-    inputs.push_back(ImportValue::of_node(gm_.graph().placeholder(name)));
+    inputs.push_back(ImportValue::of_node(scoped(gm_.graph().placeholder(name))));
   }
   auto outputs = walker_.run(graph, std::move(inputs));
-  gm_.graph().output(to_argument(outputs.at(0)));
+  scoped(gm_.graph().output(to_argument(outputs.at(0))));
 }
 
 ImportValue GraphBuilder::call_module(const ImportValue& module, const std::string& method,
@@ -88,7 +100,9 @@ ImportValue GraphBuilder::call_module(const ImportValue& module, const std::stri
   if (is_leaf_module(type)) return leaf_call(module, std::move(args));
   std::vector<ImportValue> inputs{module};
   for (auto& a : args) inputs.push_back(std::move(a));
+  scopes_.push_back({module.path, public_type_name(type)});
   auto outputs = walker_.run(*module.module->get_method(method).graph(), std::move(inputs));
+  scopes_.pop_back();
   return outputs.at(0);
 }
 
@@ -109,7 +123,10 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, std::vector<Impor
   }
   std::vector<ir::Argument> fx_args;
   for (const ImportValue& a : args) fx_args.push_back(to_argument(a));
-  return ImportValue::of_node(gm_.graph().call_module(path, std::move(fx_args)));
+  // QuantizationTracer records a leaf's own call under the leaf's scope.
+  ir::Node* node = gm_.graph().call_module(path, std::move(fx_args));
+  node->meta()[ir::kScopeMeta] = ir::NodeScope{path, ir::module_type_name(*gm_.get_submodule(path))};
+  return ImportValue::of_node(node);
 }
 
 std::vector<ImportValue> GraphBuilder::call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) {
@@ -130,7 +147,7 @@ std::vector<ImportValue> GraphBuilder::call_op(const torch::jit::Node& node, std
 
 ImportValue GraphBuilder::element(const ImportValue& sequence, int64_t index) {
   if (sequence.kind != ImportValue::Kind::kNode) walker_.fail("indexing a value that is not a node");
-  return ImportValue::of_node(gm_.graph().call_function("operator.getitem", {sequence.node, index}));
+  return ImportValue::of_node(scoped(gm_.graph().call_function("operator.getitem", {sequence.node, index})));
 }
 
 // Which inputs become positional FX args (trailing defaults dropped) and which
@@ -171,7 +188,7 @@ ir::Node* GraphBuilder::call_node(ir::Opcode op, const std::string& target,
   ir::Kwargs kwargs;
   for (int i : keyword) kwargs.emplace_back(schema_args[i].name(), to_argument(inputs[i], schema_args[i].real_type()));
   if (inplace) kwargs.emplace_back("inplace", true);
-  return gm_.graph().create_node(op, target, std::move(args), std::move(kwargs));
+  return scoped(gm_.graph().create_node(op, target, std::move(args), std::move(kwargs)));
 }
 
 ir::Node* GraphBuilder::mapped_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
@@ -218,7 +235,7 @@ ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vec
     size_t dims = inputs[3].constant.toIntList().size();
     std::string target = "torch.nn.functional.conv" + std::to_string(dims) + "d";
     return ImportValue::of_node(
-        gm_.graph().call_function(target, {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(8)}));
+        scoped(gm_.graph().call_function(target, {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(8)})));
   }
   // aten::slice(self, dim, start, end, step) / aten::select(self, dim, index) => x[..., index]
   int64_t dim = static_int(1);
@@ -236,17 +253,18 @@ ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vec
     // x[:, :] is traced as slices over the whole range, which FX never records.
     if (index == full_slice()) return inputs[0];
   }
-  if (dim == 0) return ImportValue::of_node(gm_.graph().call_function("operator.getitem", {arg(0), index}));
+  if (dim == 0) return ImportValue::of_node(scoped(gm_.graph().call_function("operator.getitem", {arg(0), index})));
   ir::Argument::Items parts(static_cast<size_t>(dim), full_slice());
   parts.push_back(index);
-  return ImportValue::of_node(gm_.graph().call_function("operator.getitem", {arg(0), ir::Argument::tuple(parts)}));
+  return ImportValue::of_node(
+      scoped(gm_.graph().call_function("operator.getitem", {arg(0), ir::Argument::tuple(parts)})));
 }
 
 ir::Node* GraphBuilder::attribute_node(const std::string& path, const at::Tensor& tensor) {
   auto it = attribute_nodes_.find(path);
   if (it != attribute_nodes_.end()) return it->second;
   if (!gm_.has_attr(path)) gm_.set_attr(path, tensor);
-  ir::Node* node = gm_.graph().get_attr(path);
+  ir::Node* node = scoped(gm_.graph().get_attr(path));
   attribute_nodes_.emplace(path, node);
   return node;
 }

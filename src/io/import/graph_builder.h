@@ -37,17 +37,24 @@ class GraphBuilder : public Walker::Handler {
                       const std::vector<int>& keyword, bool inplace);
   ImportValue custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
   ImportValue leaf_call(const ImportValue& module, std::vector<ImportValue> args);
+  /// Records the current scope on `node` (ir::NodeScope) and returns it.
+  ir::Node* scoped(ir::Node* node);
 
   ir::GraphModule& gm_;
   Walker walker_;
   std::unordered_map<std::string, ir::Node*> attribute_nodes_;  // by attribute path
   std::unordered_set<std::string> built_leaves_;                // module paths
+  std::vector<ir::NodeScope> scopes_{ir::NodeScope{}};           // innermost module being walked last
   int tensor_constants_ = 0;
 };
 
 /// The Python qualified name of a TorchScript class, without `__torch__.` and
 /// the JIT's `___torch_mangle_N` parts: `torch.nn.modules.conv.Conv2d`.
 std::string python_class_name(const torch::jit::Module& module);
+
+/// The public PyTorch name of a class: `torch.nn.modules.conv.Conv2d` ->
+/// `torch.nn.Conv2d`; other names stay as they are.
+std::string public_type_name(const std::string& python_class);
 
 /// True for modules FX treats as leaves: defined under `torch.nn` or
 /// `torch.ao.nn`, except containers.

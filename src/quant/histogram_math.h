@@ -1,0 +1,30 @@
+#pragma once
+// The numerical kernels of HistogramObserver, written as loops that give the
+// same float32/float64 results as the ATen ops PyTorch 1.13 runs for them:
+//
+//   histc             at::histc's LINEAR_INTERPOLATION binning (float math)
+//   combine           _combine_histograms: upsample x U, place at start_idx,
+//                     cumsum in double, take every D-th, difference, / U
+//   param_search      _non_linear_param_search (the L2 "non-ideal" range
+//                     search), with the per-step error computed by ATen ops
+
+#include <ATen/core/Tensor.h>
+
+#include <utility>
+
+namespace qfx::quant::detail {
+
+/// `torch.histc(x, bins, min, max)` for a float32 tensor: the histogram as a
+/// float32 tensor of `bins` counts.
+at::Tensor histc(const at::Tensor& x, int64_t bins, double min, double max);
+
+/// `HistogramObserver._combine_histograms(orig_hist, new_hist, ...)`.
+at::Tensor combine_histograms(const at::Tensor& orig_hist, const at::Tensor& new_hist, int64_t upsample_rate,
+                              int64_t downsample_rate, int64_t start_idx, int64_t bins);
+
+/// `HistogramObserver._non_linear_param_search()`: the (min, max) that
+/// minimize the L2 quantization error, as 0-dim float32 tensors.
+std::pair<at::Tensor, at::Tensor> non_linear_param_search(const at::Tensor& histogram, const at::Tensor& min_val,
+                                                          const at::Tensor& max_val, int64_t dst_nbins);
+
+}  // namespace qfx::quant::detail
