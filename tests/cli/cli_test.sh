@@ -71,6 +71,10 @@ for a, b in zip(ours, ref):
     assert a.shape == b.shape and (a - b).abs().max() <= 1e-5 * max(1e-12, b.abs().max()), (a - b).abs().max()
 EOF
 done
+# A one-element list (pickled with APPEND, which LibTorch's own unpickler lacks) is one input.
+"$python" -c "import torch, sys; torch.save([torch.load(sys.argv[1])], sys.argv[2])" \
+  "$fixtures/linear_relu.input.pt" "$work/one_input.pt"
+"$qfx" run "$fixtures/linear_relu.pt" --input "$work/one_input.pt" -o "$work/one_output.pt" || fail "run on a one-element list exited $?"
 "$qfx" run "$fixtures/linear_relu.pt" --input "$fixtures/linear_relu.input.pt" >"$work/summary.txt" \
   || fail "run without -o exited $?"
 grep -q '^output: Tensor\[2, 10\] Float' "$work/summary.txt" || fail "run summary: $(cat "$work/summary.txt")"
@@ -86,7 +90,7 @@ expect_error 1 "forward\(\) takes 1 input\(s\), got 4" -- run "$fixtures/resnet1
 expect_error 1 "While executing %conv1 .*expected input\[2, 5, 8, 8\] to have 3 channels" -- \
   run "$fixtures/resnet18.pt" --input "$work/bad_shape.pt" -o "$out"
 "$python" -c "import torch, sys; torch.save({'x': torch.rand(1)}, sys.argv[1])" "$work/dict.pt"
-expect_error 1 "cannot read '.*dict.pt': expected a torch.save file of tensors" -- \
+expect_error 1 "'.*dict.pt' must hold a tensor or a list/tuple of tensors, not a GenericDict" -- \
   run "$fixtures/resnet18.pt" --input "$work/dict.pt" -o "$out"
 expect_error 1 "cannot write '/nonexistent/dir/out.pt'" -- \
   run "$fixtures/linear_relu.pt" --input "$fixtures/linear_relu.input.pt" -o /nonexistent/dir/out.pt

@@ -30,13 +30,13 @@ TEST(OracleImportErrors, DataDependentControlFlow) {
   std::string message = import_error(test::fixture("bad_control_flow.scripted.pt"));
   expect_contains(message, "data-dependent control flow");
   expect_contains(message, "in the root module");
-  expect_contains(message, "make_fixtures.py:");  // the Python line of the `if`
+  expect_contains(message, "model_fixtures.py:");  // the Python line of the `if`
 }
 
 TEST(OracleImportErrors, UnmappedOp) {
   std::string message = import_error(test::fixture("bad_op.pt"));
   expect_contains(message, "unsupported op aten::cumsum");
-  expect_contains(message, "make_fixtures.py:");
+  expect_contains(message, "model_fixtures.py:");
 }
 
 TEST(OracleImportErrors, UnsupportedModuleKind) {

@@ -1,324 +1,48 @@
 #!/usr/bin/env python3
 """Test oracle: makes the fixtures qfx's tests compare against, with PyTorch.
 
-Run with Debian's python3 (the interpreter that has python3-torch):
+Run with Debian's python3 (the interpreter that has python3-torch 1.13):
     make_fixtures.py OUTDIR
 
-For every model below it writes, with random weights from a fixed seed:
-  NAME.pt           torch.jit.trace of the model (and NAME.scripted.pt where
-                    torch.jit.script works), the files qfx imports
-  NAME.input.pt     a random input, as torch.save writes it
-  NAME.output.pt    the Python model's output on that input
-  NAME.fx.json      torch.fx.symbolic_trace of the Python model: nodes (name, op,
-                    target), the generated code, and the printed module tree
-and, for the IR tests, names.json (FX's naming rules), literals.json (Python's
-repr of floats and strings) and codegen.json (FX's code for a graph built with
-the torch.fx.Graph API, mirrored in tests/ir/codegen_test.cpp).
-
-Fixtures are rebuilt only when this script changes (a stamp holds its hash).
+model_fixtures.py writes models, their TorchScript files and what torch.fx
+makes of them; quant_fixtures.py writes observer, fake-quantize and
+QConfigMapping cases. Fixtures are rebuilt only when a script of this folder
+changes (a stamp holds their hash).
 """
+import glob
 import hashlib
-import json
-import math
-import operator
 import os
-import random
-import struct
 import sys
 
 import torch
-import torch.fx
-import torch.nn as nn
-import torch.nn.functional as F
-import torchvision
 
-OUT = sys.argv[1]
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
-
-class LinearReLUModule(nn.Module):
-    """The FX design document's example (seed 000)."""
-
-    def __init__(self):
-        super().__init__()
-        self.linear = nn.Linear(5, 10).float()
-        self.relu = nn.ReLU()
-
-    def forward(self, x):
-        return self.relu(self.linear(x))
+import model_fixtures  # noqa: E402
+import quant_fixtures  # noqa: E402
 
 
-class MyModel(nn.Module):
-    """The BackendConfig tutorial's model (seed 002)."""
-
-    def __init__(self, use_bn: bool):
-        super().__init__()
-        self.linear = nn.Linear(10, 3)
-        self.conv = nn.Conv2d(3, 3, 3)
-        self.bn = nn.BatchNorm2d(3)
-        self.relu = nn.ReLU()
-        self.sigmoid = nn.Sigmoid()
-        self.use_bn = use_bn
-
-    def forward(self, x):
-        x = self.linear(x)
-        x = self.conv(x)
-        if self.use_bn:
-            x = self.bn(x)
-        x = self.relu(x)
-        x = self.sigmoid(x)
-        return x
-
-
-class ModuleZoo(nn.Module):
-    """One of every float module kind qfx imports, hyper-parameters off default."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1d = nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=1, groups=2, bias=False)
-        self.conv2d = nn.Conv2d(4, 8, (3, 1), stride=(2, 1), padding=(1, 0), dilation=(1, 2))
-        self.conv2d_reflect = nn.Conv2d(8, 8, 3, padding=1, padding_mode='reflect')
-        self.conv3d = nn.Conv3d(2, 3, 2)
-        self.tconv1d = nn.ConvTranspose1d(6, 4, 3, stride=2, padding=1, output_padding=1)
-        self.tconv2d = nn.ConvTranspose2d(8, 4, 2, stride=2, groups=2, bias=False)
-        self.tconv3d = nn.ConvTranspose3d(3, 2, 2)
-        self.bn1d = nn.BatchNorm1d(6, eps=1e-3, momentum=0.2)
-        self.bn2d = nn.BatchNorm2d(8, affine=False)
-        self.bn3d = nn.BatchNorm3d(3)
-        self.in1d = nn.InstanceNorm1d(4, affine=True)
-        self.in2d = nn.InstanceNorm2d(4, track_running_stats=True)
-        self.in3d = nn.InstanceNorm3d(2, track_running_stats=True)
-        self.ln = nn.LayerNorm([4, 5], eps=1e-6)
-        self.gn = nn.GroupNorm(2, 8)
-        self.relu = nn.ReLU(inplace=True)
-        self.relu6 = nn.ReLU6()
-        self.hardswish = nn.Hardswish()
-        self.hardsigmoid = nn.Hardsigmoid()
-        self.hardtanh = nn.Hardtanh(-2.0, 3.0)
-        self.silu = nn.SiLU()
-        self.gelu = nn.GELU(approximate='tanh')
-        self.sigmoid = nn.Sigmoid()
-        self.tanh = nn.Tanh()
-        self.leaky = nn.LeakyReLU(0.2)
-        self.elu = nn.ELU(alpha=0.5)
-        self.prelu = nn.PReLU(8)
-        self.softmax = nn.Softmax(dim=1)
-        self.maxpool1d = nn.MaxPool1d(2)
-        self.maxpool2d = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
-        self.maxpool3d = nn.MaxPool3d(2)
-        self.avgpool1d = nn.AvgPool1d(2)
-        self.avgpool2d = nn.AvgPool2d(2, stride=1, padding=1, count_include_pad=False)
-        self.avgpool3d = nn.AvgPool3d(2)
-        self.aap1d = nn.AdaptiveAvgPool1d(3)
-        self.aap2d = nn.AdaptiveAvgPool2d((2, 3))
-        self.aap3d = nn.AdaptiveAvgPool3d((1, 1, 1))
-        self.flatten = nn.Flatten()
-        self.dropout = nn.Dropout(0.25)
-        self.linear = nn.Linear(32, 7)
-        self.embedding = nn.Embedding(10, 4, padding_idx=1)
-        self.bag = nn.EmbeddingBag(10, 4, mode='sum')
-
-    def forward(self, x1, x2, x3, tokens):
-        a = self.bn1d(self.conv1d(x1))
-        a = self.tconv1d(a)
-        a = self.maxpool1d(self.in1d(a))
-        a = self.aap1d(self.avgpool1d(self.relu6(a)))
-        b = self.conv2d_reflect(self.bn2d(self.conv2d(x2)))
-        b = self.prelu(self.gn(b))
-        b = self.tconv2d(self.maxpool2d(self.leaky(b)))
-        b = self.in2d(self.elu(b))
-        b = self.aap2d(self.avgpool2d(self.hardswish(b)))
-        c = self.tconv3d(self.bn3d(self.conv3d(x3)))
-        c = self.aap3d(self.avgpool3d(self.maxpool3d(self.in3d(c))))
-        d = self.ln(self.hardtanh(self.gelu(self.silu(x1[:, :, :5]))))
-        flat = torch.cat([self.flatten(a), self.flatten(b), self.flatten(c), self.flatten(d)], 1)
-        out = self.softmax(self.linear(self.dropout(flat[:, :32])))
-        e = self.embedding(tokens).sum(1) + self.bag(tokens)
-        return (self.relu(out), self.tanh(self.sigmoid(e)),
-                self.hardsigmoid(b).sum())
-
-
-class FunctionalZoo(nn.Module):
-    """Functional ops and Tensor methods that FX records as call_function / call_method."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(12, 6)
-        self.scale = nn.Parameter(torch.rand(6))
-
-    def forward(self, x, y):
-        z = F.relu(x) + y * 2.0
-        z = torch.cat([z, x - y], dim=1)
-        z = z.view(z.size(0), -1)
-        parts = torch.chunk(z, 2, dim=1)
-        a, b = parts[0], parts[1]
-        z = torch.flatten(torch.stack([a, b], 1), 1)
-        z = self.fc(z[:, :12]) * self.scale
-        z = F.hardsigmoid(z) + torch.sigmoid(z) - torch.tanh(z) / 3
-        z = z.reshape(-1, 3, 2).transpose(1, 2).contiguous()
-        z = F.softmax(z, dim=-1).mean(dim=1, keepdim=True)
-        w = F.adaptive_avg_pool2d(x, (2, 2))
-        w = F.max_pool2d(w, 2) + F.avg_pool2d(w, 2)
-        return z.permute(0, 2, 1), w.squeeze(-1), F.leaky_relu(-x, 0.1)
-
-
-class DataDependentIf(nn.Module):
-    """Control flow on the data: qfx must refuse it, naming the location."""
-
-    def forward(self, x):
-        if x.sum() > 0:
-            return x * 2
-        return x
-
-
-class UnmappedOp(nn.Module):
-    """An ATen op qfx has no FX mapping for."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return torch.cumsum(self.fc(x), 1)
-
-
-class UnsupportedLeaf(nn.Module):
-    """A torch.nn module kind qfx cannot import."""
-
-    def __init__(self):
-        super().__init__()
-        self.body = nn.Sequential(nn.Linear(4, 4), nn.Softsign())
-
-    def forward(self, x):
-        return self.body(x)
-
-
-def write_bad_models():
-    torch.manual_seed(0)
-    torch.jit.script(DataDependentIf()).save(os.path.join(OUT, 'bad_control_flow.scripted.pt'))
-    torch.jit.trace(UnmappedOp().eval(), torch.rand(2, 4)).save(os.path.join(OUT, 'bad_op.pt'))
-    torch.jit.trace(UnsupportedLeaf().eval(), torch.rand(2, 4)).save(os.path.join(OUT, 'bad_leaf.pt'))
-
-
-def models():
-    """(name, constructor, example inputs, script?) for every fixture model."""
-    image = (torch.rand(1, 3, 224, 224),)
-    return [
-        ('resnet18', torchvision.models.resnet18, image, True),
-        ('resnet50', torchvision.models.resnet50, image, False),
-        ('mobilenet_v2', torchvision.models.mobilenet_v2, image, True),
-        ('mobilenet_v3_large', torchvision.models.mobilenet_v3_large, image, True),
-        ('linear_relu', LinearReLUModule, (torch.rand(2, 5),), True),
-        ('tutorial_no_bn', lambda: MyModel(False), (torch.rand(1, 3, 10, 10),), True),
-        ('tutorial_bn', lambda: MyModel(True), (torch.rand(1, 3, 10, 10),), True),
-        ('module_zoo', ModuleZoo, (torch.randn(2, 4, 10), torch.randn(2, 4, 12, 10),
-                                   torch.randn(2, 2, 5, 5, 5), torch.tensor([[1, 2, 3], [4, 5, 6]])), False),
-        ('functional_zoo', FunctionalZoo, (torch.randn(2, 3, 4, 4), torch.randn(2, 3, 4, 4)), False),
-    ]
-
-
-def target_name(node):
-    return node._pretty_print_target(node.target) if node.op in ('call_function',) else str(node.target)
-
-
-def randomize_stats(model):
-    """BatchNorm/InstanceNorm running stats away from 0/1, so that they matter."""
-    for m in model.modules():
-        if getattr(m, 'running_mean', None) is not None:
-            m.running_mean.uniform_(-0.5, 0.5)
-            m.running_var.uniform_(0.5, 2.0)
-
-
-def write_model(name, ctor, inputs, script):
-    torch.manual_seed(0)
-    model = ctor().eval()
-    randomize_stats(model)
-    with torch.no_grad():
-        output = model(*inputs)
-    torch.jit.trace(model, inputs).save(os.path.join(OUT, f'{name}.pt'))
-    if script:
-        torch.jit.script(model).save(os.path.join(OUT, f'{name}.scripted.pt'))
-    torch.save(inputs[0] if len(inputs) == 1 else list(inputs), os.path.join(OUT, f'{name}.input.pt'))
-    torch.save(output, os.path.join(OUT, f'{name}.output.pt'))
-    gm = torch.fx.symbolic_trace(model)
-    fx = {
-        'nodes': [{'name': n.name, 'op': n.op, 'target': target_name(n)} for n in gm.graph.nodes],
-        'code': gm.code,
-        'module_tree': nn.Module.__repr__(gm),  # print(gm) without the code
-    }
-    with open(os.path.join(OUT, f'{name}.fx.json'), 'w') as f:
-        json.dump(fx, f, indent=1)
-
-
-def write_names():
-    """FX's _Namespace on sequences of candidates."""
-    cases = [
-        ['layer1.0.conv1', 'add', 'add', 'add', 'add_1', 'add_1'],
-        ['input', 'input', 'list', 'sum', 'torch', 'device', 'inf'],
-        ['1x', '9', 'a-b', 'a--b.c', '_', 'x_0', 'x_0', 'x'],
-        ['convBlock', 'ALL_CAPS', 'for', 'class', 'None', 'relu_10', 'relu_10', 'relu'],
-        ['a.b.c', 'a_b_c', 'a_b_c_1', 'a_b_c'],
-    ]
-    results = []
-    for candidates in cases:
-        ns = torch.fx.graph._Namespace()
-        names = [ns.create_name(torch.fx.graph._snake_case(c), object()) for c in candidates]
-        results.append({'candidates': candidates, 'names': names})
-    with open(os.path.join(OUT, 'names.json'), 'w') as f:
-        json.dump(results, f, indent=1)
-
-
-def write_literals():
-    rng = random.Random(0)
-    values = [0.0, -0.0, 1.0, -1.5, 0.1, 1e-5, 1e-4, 0.0001234, 1e15, 1e16, 123456789.0, 2.0 ** -12,
-              2.0 ** -23, 1.0 / 3, 5e-324, 1.7976931348623157e308, math.inf, -math.inf, 0.012136868201196194,
-              0.0029353597201406956, 100.0, 1234567890123456.0, 12345678901234567.0]
-    values += [struct.unpack('<d', struct.pack('<Q', rng.getrandbits(64)))[0] for _ in range(200)]
-    values += [rng.uniform(-1e3, 1e3) for _ in range(200)] + [rng.random() * 10.0 ** rng.randint(-30, 30) for _ in range(200)]
-    floats = [{'hex': v.hex(), 'repr': repr(v)} for v in values if not math.isnan(v)]
-    strings = ['cpu', "it's", 'say "hi"', 'both \' and "', 'tab\there', 'new\nline', 'back\\slash', '', 'caf\u00e9']
-    with open(os.path.join(OUT, 'literals.json'), 'w') as f:
-        json.dump({'floats': floats, 'strings': [{'text': s, 'repr': repr(s)} for s in strings]}, f, indent=1)
-
-
-def write_codegen():
-    """A graph with every argument kind; tests/ir/codegen_test.cpp builds the same."""
-    g = torch.fx.Graph()
-    x = g.placeholder('x')
-    inp = g.placeholder('input')
-    w = g.get_attr('layer.0.weight')
-    add = g.call_function(operator.add, (x, w))
-    mul = g.call_function(operator.mul, (add, 2.5))
-    flat = g.call_function(torch.flatten, (mul,), {'start_dim': 1})
-    view = g.call_method('view', (flat, -1, 4))
-    item = g.call_function(operator.getitem, (view, (slice(None, None, None), slice(1, 3, None))))
-    to = g.call_method('to', (item, torch.float16))
-    relu = g.call_function(F.relu, (to,), {'inplace': False})
-    mod = g.call_module('layer.0', (relu, [inp, None], 'cpu'))
-    cat = g.call_function(torch.cat, ([mod, relu],), {'dim': 0})
-    neg = g.call_function(operator.neg, (cat,))
-    dead = g.call_function(torch.sigmoid, (neg,))  # noqa: F841 (a node without users)
-    g.output((neg, item))
-    with open(os.path.join(OUT, 'codegen.json'), 'w') as f:
-        json.dump({'code': g.python_code('self').src}, f, indent=1)
+def digest():
+    h = hashlib.sha256()
+    for path in sorted(glob.glob(os.path.join(HERE, '*.py'))):
+        h.update(open(path, 'rb').read())
+    return h.hexdigest()
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    digest = hashlib.sha256(open(__file__, 'rb').read()).hexdigest()
-    stamp = os.path.join(OUT, 'stamp')
-    if os.path.exists(stamp) and open(stamp).read() == digest:
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    stamp = os.path.join(out, 'stamp')
+    if os.path.exists(stamp) and open(stamp).read() == digest():
         print('oracle fixtures are up to date')
         return
     torch.set_grad_enabled(False)
-    for name, ctor, inputs, script in models():
-        write_model(name, ctor, inputs, script)
-    write_bad_models()
-    write_names()
-    write_literals()
-    write_codegen()
+    model_fixtures.write_all(out)
+    quant_fixtures.write_all(out)
     with open(stamp, 'w') as f:
-        f.write(digest)
-    print(f'oracle fixtures written to {OUT}')
+        f.write(digest())
+    print(f'oracle fixtures written to {out}')
 
 
 if __name__ == '__main__':

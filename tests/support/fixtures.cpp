@@ -42,3 +42,26 @@ double max_relative_error(const c10::IValue& a, const c10::IValue& b) {
 }
 
 }  // namespace qfx::test
+
+#include <c10/util/Exception.h>
+
+namespace qfx::test {
+
+double from_hex(const std::string& text) { return std::strtod(text.c_str(), nullptr); }
+
+struct WarningCapture::Handler : public c10::WarningHandler {
+  void process(const c10::SourceLocation&, const std::string& msg, const bool) override { messages.push_back(msg); }
+  std::vector<std::string> messages;
+  c10::WarningHandler* previous = nullptr;
+};
+
+WarningCapture::WarningCapture() : handler_(std::make_unique<Handler>()) {
+  handler_->previous = c10::Warning::get_warning_handler();
+  c10::Warning::set_warning_handler(handler_.get());
+}
+
+WarningCapture::~WarningCapture() { c10::Warning::set_warning_handler(handler_->previous); }
+
+const std::vector<std::string>& WarningCapture::messages() const { return handler_->messages; }
+
+}  // namespace qfx::test

@@ -6,7 +6,9 @@
 #include <ATen/core/ivalue.h>
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace qfx::test {
 
@@ -20,5 +22,24 @@ nlohmann::json fixture_json(const std::string& name);
 /// the same structure (tensor, or list/tuple of tensors). Raises on a shape
 /// or structure mismatch.
 double max_relative_error(const c10::IValue& a, const c10::IValue& b);
+
+}  // namespace qfx::test
+
+namespace qfx::test {
+
+/// A double from Python's float.hex() (also "inf", "-inf", "nan").
+double from_hex(const std::string& text);
+
+/// Catches c10 warnings (TORCH_WARN) while alive.
+class WarningCapture {
+ public:
+  WarningCapture();
+  ~WarningCapture();
+  const std::vector<std::string>& messages() const;
+
+ private:
+  struct Handler;
+  std::unique_ptr<Handler> handler_;
+};
 
 }  // namespace qfx::test
