@@ -79,6 +79,42 @@ done
   || fail "run without -o exited $?"
 grep -q '^output: Tensor\[2, 10\] Float' "$work/summary.txt" || fail "run summary: $(cat "$work/summary.txt")"
 
+# --- qfx qconfig / qfx observe -------------------------------------------
+for backend in fbgemm onednn; do
+  "$qfx" qconfig dump "$backend" >"$work/mapping.json" || fail "qconfig dump $backend exited $?"
+  "$qfx" qconfig dump "$backend" --qat >"$work/qat_mapping.json" || fail "qconfig dump --qat $backend exited $?"
+  "$python" - "$work/mapping.json" "$work/qat_mapping.json" "$fixtures/qconfig_mappings.json" "$backend" <<'PY' \
+    || fail "qconfig dump $backend differs from PyTorch's mapping"
+import json, sys
+expected = json.load(open(sys.argv[3]))
+assert json.load(open(sys.argv[1])) == expected['default:' + sys.argv[4]]
+assert json.load(open(sys.argv[2])) == expected['qat:' + sys.argv[4]]
+PY
+done
+# One oracle case through `qfx observe`: the observer spec alone, and as a qconfig's activation.
+"$python" - "$fixtures" "$work" <<'PY' || fail "could not prepare the observe inputs"
+import json, sys, torch
+fixtures, work = sys.argv[1], sys.argv[2]
+case = next(c for c in json.load(open(fixtures + '/observers.json')) if c['name'] == 'histogram_reduce/batches')
+json.dump(case['spec'], open(work + '/spec.json', 'w'))
+json.dump({'activation': case['spec'], 'weight': 'default_weight_observer'}, open(work + '/qconfig.json', 'w'))
+json.dump(case, open(work + '/case.json', 'w'))
+torch.save(torch.load(fixtures + '/observer_inputs.pt')[case['input']], work + '/batches.pt')
+PY
+for spec in spec.json qconfig.json; do
+  "$qfx" observe --observer "$work/$spec" --input "$work/batches.pt" >"$work/observed.json" || fail "observe exited $?"
+  "$python" - "$work/observed.json" "$work/case.json" <<'PY' || fail "observe ($spec) differs from PyTorch"
+import json, sys
+ours, case = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert [float.fromhex(h) for h in case['scale']] == ours['scale'], (case['scale'], ours['scale'])
+assert [float.fromhex(h) for h in case['zero_point']] == ours['zero_point']
+assert [float.fromhex(h) for h in case['min_val']] == [ours['min_val']]
+PY
+done
+"$qfx" observe --observer "$work/qconfig.json" --weight --input "$work/batches.pt" >"$work/weight.json" \
+  || fail "observe --weight exited $?"
+grep -q '"zero_point": \[' "$work/weight.json" || fail "observe --weight printed no qparams"
+
 # --- bad input -----------------------------------------------------------
 out="$work/never.pt"
 "$python" -c "import torch, sys; torch.save(torch.rand(2, 5, 8, 8), sys.argv[1])" "$work/bad_shape.pt"
@@ -96,6 +132,14 @@ expect_error 1 "cannot write '/nonexistent/dir/out.pt'" -- \
   run "$fixtures/linear_relu.pt" --input "$fixtures/linear_relu.input.pt" -o /nonexistent/dir/out.pt
 expect_error 1 "unsupported op aten::cumsum in the root module" -- print "$fixtures/bad_op.pt"
 expect_error 1 "data-dependent control flow" -- print "$fixtures/bad_control_flow.scripted.pt"
+echo '{"type": "HistogramObserver", "args": {"dtype": "torch.quint9"}}' >"$work/bad_spec.json"
+expect_error 1 "bad_spec.json: args.dtype: unknown dtype \"torch.quint9\"" -- \
+  observe --observer "$work/bad_spec.json" --input "$work/batches.pt"
+echo '{"type": "HistogramObserver", "args": {"bins": 0}}' >"$work/bad_bins.json"
+expect_error 1 "bins and upsample_rate must be positive" -- observe --observer "$work/bad_bins.json" --input "$work/batches.pt"
+echo '{"type": "MinMaxObserver"' >"$work/broken.json"
+expect_error 1 "broken.json: not valid JSON" -- observe --observer "$work/broken.json" --input "$work/batches.pt"
+expect_error 2 "backend: .*not in" -- qconfig dump tpu
 expect_error 2 "model is required|required" -- run
 expect_error 2 "--input is required" -- run "$fixtures/resnet18.pt"
 expect_error 2 "" -- nonsense
