@@ -11,10 +11,78 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cmath>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <vector>
 
 namespace qfx::quant::detail {
+
+namespace {
+
+// Bin positions of n elements, ATen's expression `(x - left) * bins / width`
+// in float, truncated; the last bin takes its right edge and elements outside
+// [left, right] (or NaN) get `outside`. SSE2 does four at a time with the same
+// IEEE single-precision operations.
+void positions(const float* x, int64_t n, float left, float right, int32_t bins, int32_t* pos) {
+  const float scale = static_cast<float>(bins);
+  const float width = right - left;
+  const int32_t outside = bins + 1;
+  int64_t i = 0;
+#ifdef __SSE2__
+  const __m128 vleft = _mm_set1_ps(left), vright = _mm_set1_ps(right);
+  const __m128 vscale = _mm_set1_ps(scale), vwidth = _mm_set1_ps(width);
+  const __m128i vlast = _mm_set1_epi32(bins - 1), voutside = _mm_set1_epi32(outside);
+  for (; i + 4 <= n; i += 4) {
+    __m128 elt = _mm_loadu_ps(x + i);
+    __m128i inside = _mm_castps_si128(_mm_and_ps(_mm_cmpge_ps(elt, vleft), _mm_cmple_ps(elt, vright)));
+    __m128 q = _mm_div_ps(_mm_mul_ps(_mm_sub_ps(elt, vleft), vscale), vwidth);
+    __m128i p = _mm_cvttps_epi32(_mm_and_ps(q, _mm_castsi128_ps(inside)));
+    __m128i over = _mm_cmpgt_epi32(p, vlast);
+    p = _mm_or_si128(_mm_andnot_si128(over, p), _mm_and_si128(over, vlast));
+    p = _mm_or_si128(_mm_and_si128(inside, p), _mm_andnot_si128(inside, voutside));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(pos + i), p);
+  }
+#endif
+  for (; i < n; ++i) {
+    const float elt = x[i];
+    if (!(elt >= left && elt <= right)) {
+      pos[i] = outside;
+      continue;
+    }
+    int32_t p = static_cast<int32_t>((elt - left) * scale / width);
+    pos[i] = p < bins - 1 ? p : bins - 1;
+  }
+}
+
+// Counts elements [first, last) into `counts` (bins + 2 slots; the last one
+// takes what falls outside). Four interleaved sub-histograms keep runs of
+// equal values (ReLU zeros) from serializing on one counter.
+void count_range(const float* data, int64_t first, int64_t last, float left, float right, int64_t bins,
+                 std::vector<int64_t>& counts) {
+  constexpr int64_t kBlock = 1024;
+  constexpr int64_t kWays = 4;
+  const int64_t slots = bins + 2;
+  std::vector<int64_t> sub(kWays * slots, 0);
+  int32_t pos[kBlock];
+  for (int64_t begin = first; begin < last; begin += kBlock) {
+    const int64_t n = std::min(kBlock, last - begin);
+    positions(data + begin, n, left, right, static_cast<int32_t>(bins), pos);
+    int64_t i = 0;
+    for (; i + kWays <= n; i += kWays) {
+      for (int64_t w = 0; w < kWays; ++w) ++sub[w * slots + pos[i + w]];
+    }
+    for (; i < n; ++i) ++sub[pos[i]];
+  }
+  for (int64_t w = 0; w < kWays; ++w) {
+    for (int64_t b = 0; b < slots; ++b) counts[b] += sub[w * slots + b];
+  }
+}
+
+}  // namespace
 
 at::Tensor histc(const at::Tensor& x_in, int64_t bins, double min, double max) {
   at::Tensor x = x_in.contiguous().to(at::kFloat);
@@ -31,24 +99,14 @@ at::Tensor histc(const at::Tensor& x_in, int64_t bins, double min, double max) {
   TORCH_CHECK(min < max, "histc: max must be larger than min");
   const float left = static_cast<float>(min);
   const float right = static_cast<float>(max);
-  const float edges_minus_one = static_cast<float>(bins);
   const float* data = x.data_ptr<float>();
   const int64_t n = x.numel();
-  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), n / 65536 + 1));
-  std::vector<std::vector<int64_t>> partial(chunks, std::vector<int64_t>(bins, 0));
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), n / 65536));
+  std::vector<std::vector<int64_t>> partial(chunks, std::vector<int64_t>(bins + 2, 0));
   at::parallel_for(0, chunks, 1, [&](int64_t first, int64_t last) {
-    for (int64_t c = first; c < last; ++c) {
-      std::vector<int64_t>& counts = partial[c];
-      for (int64_t i = n * c / chunks; i < n * (c + 1) / chunks; ++i) {
-        const float elt = data[i];
-        if (!(elt >= left && elt <= right)) continue;
-        int64_t pos = static_cast<int64_t>((elt - left) * edges_minus_one / (right - left));
-        if (pos == bins) pos -= 1;  // the last bin includes its right edge
-        ++counts[pos];
-      }
-    }
+    for (int64_t c = first; c < last; ++c) count_range(data, n * c / chunks, n * (c + 1) / chunks, left, right, bins, partial[c]);
   });
-  at::Tensor hist = at::zeros({bins}, at::kFloat);
+  at::Tensor hist = at::empty({bins}, at::kFloat);
   float* out = hist.data_ptr<float>();
   for (int64_t b = 0; b < bins; ++b) {
     int64_t total = 0;
@@ -63,18 +121,26 @@ at::Tensor combine_histograms(const at::Tensor& orig_hist, const at::Tensor& new
   const int64_t length = bins * downsample_rate;
   TORCH_CHECK(start_idx >= 0 && start_idx + bins * upsample_rate <= length,
               "HistogramObserver: the old histogram does not fit the combined range");
-  const float* upsampled = new_hist.contiguous().data_ptr<float>();
-  // cumsum(dtype=double) over zeros, then U copies of each old bin, then zeros,
-  // sampled at every D-th position; adding a zero leaves the sum unchanged.
+  const float* old_bins = new_hist.contiguous().data_ptr<float>();
+  // cumsum(dtype=double) over zeros, then U copies of each old bin, then
+  // zeros, sampled at every D-th position; adding a zero leaves the sum as
+  // it is, so only the U * bins copies are added, one at a time.
   std::vector<double> integral(bins);
   double acc = 0.0;
-  for (int64_t k = 0; k < bins; ++k) {
-    const int64_t end = (k + 1) * downsample_rate;  // positions [k * D, end)
-    for (int64_t i = std::max(k * downsample_rate, start_idx); i < std::min(end, start_idx + bins * upsample_rate); ++i) {
-      acc += static_cast<double>(upsampled[(i - start_idx) / upsample_rate]);
+  int64_t k = start_idx / downsample_rate;  // samples before the copies see 0
+  int64_t next_sample = (k + 1) * downsample_rate - 1;
+  int64_t position = start_idx;
+  for (int64_t j = 0; j < bins; ++j) {
+    const double v = static_cast<double>(old_bins[j]);
+    for (int64_t r = 0; r < upsample_rate; ++r, ++position) {
+      acc += v;
+      if (position == next_sample) {
+        integral[k++] = acc;
+        next_sample += downsample_rate;
+      }
     }
-    integral[k] = acc;
   }
+  for (; k < bins; ++k) integral[k] = acc;
   at::Tensor result = orig_hist.contiguous().clone();
   float* out = result.data_ptr<float>();
   for (int64_t k = 0; k < bins; ++k) {
