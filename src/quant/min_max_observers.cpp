@@ -56,6 +56,13 @@ void MinMaxStatsObserver::reset_min_max_vals() {
   }
 }
 
+void MinMaxStatsObserver::store(const at::Tensor& lo, const at::Tensor& hi) {
+  min_val.resize_(lo.sizes());
+  max_val.resize_(hi.sizes());
+  min_val.copy_(lo);
+  max_val.copy_(hi);
+}
+
 bool MinMaxStatsObserver::is_uninitialized() const {
   if (per_channel_) return min_val.numel() == 0 || max_val.numel() == 0;
   return min_val.item<float>() == INFINITY && max_val.item<float>() == -INFINITY;
@@ -98,8 +105,7 @@ at::Tensor MinMaxObserverImpl::forward(const at::Tensor& x_orig) {
   at::Tensor x = x_orig.detach().to(min_val.scalar_type());
   auto current = finite_aminmax(x);
   if (!current) return x_orig;
-  min_val.copy_(at::min(current->first, min_val));
-  max_val.copy_(at::max(current->second, max_val));
+  store(at::min(current->first, min_val), at::max(current->second, max_val));
   return x_orig;
 }
 
@@ -121,8 +127,7 @@ at::Tensor MovingAverageMinMaxObserverImpl::forward(const at::Tensor& x_orig) {
     lo = min_val + c * (lo - min_val);
     hi = max_val + c * (hi - max_val);
   }
-  min_val.copy_(lo);
-  max_val.copy_(hi);
+  store(lo, hi);
   return x_orig;
 }
 
@@ -139,10 +144,7 @@ at::Tensor PerChannelMinMaxObserverImpl::forward(const at::Tensor& x_orig) {
     lo = at::min(lo, min_val);
     hi = at::max(hi, max_val);
   }
-  min_val.resize_(lo.sizes());
-  max_val.resize_(hi.sizes());
-  min_val.copy_(lo);
-  max_val.copy_(hi);
+  store(lo, hi);
   return x_orig;
 }
 
@@ -161,10 +163,7 @@ at::Tensor MovingAveragePerChannelMinMaxObserverImpl::forward(const at::Tensor& 
     lo = min_val + c * (lo - min_val);
     hi = max_val + c * (hi - max_val);
   }
-  min_val.resize_(lo.sizes());
-  max_val.resize_(hi.sizes());
-  min_val.copy_(lo);
-  max_val.copy_(hi);
+  store(lo, hi);
   return x_orig;
 }
 

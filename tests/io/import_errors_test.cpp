@@ -14,12 +14,7 @@ namespace qfx::io {
 namespace {
 
 std::string import_error(const std::string& path) {
-  try {
-    import_torchscript(path);
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
+  return test::error_of([&] { import_torchscript(path); });
 }
 
 void expect_contains(const std::string& text, const std::string& part) {

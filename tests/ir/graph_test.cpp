@@ -1,6 +1,8 @@
 // Graph and Node: naming, users bookkeeping, insertion points, erasure,
 // copying, dead code elimination and lint.
 
+#include "support/fixtures.h"
+
 #include "qfx/ir/graph.h"
 
 #include <c10/util/Exception.h>
@@ -15,14 +17,7 @@ std::vector<std::string> names(const std::vector<Node*>& nodes) {
   return out;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(Graph, NamesFollowFx) {
   Graph g;

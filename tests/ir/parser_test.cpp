@@ -1,6 +1,8 @@
 // IR text form: the exact line format, and parse_graph reading back what
 // Graph::to_string writes (and torch.fx's own `#users` form).
 
+#include "support/fixtures.h"
+
 #include "qfx/ir/graph.h"
 #include "qfx/ir/parser.h"
 
@@ -68,14 +70,7 @@ TEST(Parser, ReadsTorchFxPrintForm) {
 }
 
 TEST(Parser, ErrorsNameLineAndColumn) {
-  auto message_of = [](const std::string& text) -> std::string {
-    try {
-      parse_graph(text);
-    } catch (const c10::Error& e) {
-      return e.what_without_backtrace();
-    }
-    return "";
-  };
+  auto message_of = [](const std::string& text) { return test::error_of([&] { parse_graph(text); }); };
   std::string unknown = message_of("graph():\n    %y : [num_users=0] = call_function[target=torch.relu](args = (%x,), kwargs = {})");
   EXPECT_NE(unknown.find("line 2"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("unknown node %x"), std::string::npos) << unknown;

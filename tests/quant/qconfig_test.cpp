@@ -13,14 +13,7 @@
 namespace qfx::quant {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
+using test::error_of;
 
 QConfig labelled(double eps) {
   return QConfig{ObserverSpec("MinMaxObserver", {{"eps", eps}}), *observer_preset("default_weight_observer")};

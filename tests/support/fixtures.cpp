@@ -47,6 +47,15 @@ double max_relative_error(const c10::IValue& a, const c10::IValue& b) {
 
 namespace qfx::test {
 
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return "";
+}
+
 double from_hex(const std::string& text) { return std::strtod(text.c_str(), nullptr); }
 
 struct WarningCapture::Handler : public c10::WarningHandler {

@@ -6,6 +6,7 @@
 #include <ATen/core/ivalue.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ double max_relative_error(const c10::IValue& a, const c10::IValue& b);
 }  // namespace qfx::test
 
 namespace qfx::test {
+
+/// The message of the c10::Error `fn` raises ("" if it raises none).
+std::string error_of(const std::function<void()>& fn);
 
 /// A double from Python's float.hex() (also "inf", "-inf", "nan").
 double from_hex(const std::string& text);

@@ -42,6 +42,8 @@ class MinMaxStatsObserver : public UniformObserverBase {
   /// `x` as rows of channel values (`ch_axis` first, then flattened).
   static at::Tensor channel_rows(const at::Tensor& x, int64_t ch_axis);
   bool is_uninitialized() const;
+  /// Stores a new min/max (resizing per-channel buffers as needed).
+  void store(const at::Tensor& lo, const at::Tensor& hi);
 
   bool per_channel_;
   bool warned_non_finite_ = false;
