@@ -4,6 +4,7 @@
 #include "qfx/quant/qconfig_json.h"
 
 #include "qfx/ir/python_literals.h"
+#include "util/json_path.h"
 
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
@@ -14,10 +15,10 @@ namespace qfx::quant {
 namespace {
 
 using nlohmann::json;
-
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  TORCH_CHECK(false, (path.empty() ? "<root>" : path), ": ", what);
-}
+using qfx::detail::check_keys;
+using qfx::detail::index_path;
+using qfx::detail::join_path;
+using qfx::detail::json_fail;
 
 json value_to_json(const SpecValue& v) {
   if (v.is_none()) return nullptr;
@@ -36,40 +37,29 @@ SpecValue value_from_json(const json& j, const std::string& path) {
   if (j.is_number_integer()) return j.get<int64_t>();
   if (j.is_number_float()) return j.get<double>();
   if (j.is_object()) return spec_from_json(j, path);
-  if (!j.is_string()) fail(path, "expected a value, not " + std::string(j.type_name()));
+  if (!j.is_string()) json_fail(path, "expected a value, not " + std::string(j.type_name()));
   std::string s = j.get<std::string>();
   if (auto dtype = ir::parse_dtype(s)) return *dtype;
   if (auto qscheme = parse_qscheme(s)) return *qscheme;
-  if (s.rfind("torch.", 0) == 0 && s.find("per_") != std::string::npos) fail(path, "unknown qscheme \"" + s + "\"");
-  if (s.rfind("torch.", 0) == 0 && s.find('.', 6) == std::string::npos) fail(path, "unknown dtype \"" + s + "\"");
+  if (s.rfind("torch.", 0) == 0 && s.find("per_") != std::string::npos) json_fail(path, "unknown qscheme \"" + s + "\"");
+  if (s.rfind("torch.", 0) == 0 && s.find('.', 6) == std::string::npos) json_fail(path, "unknown dtype \"" + s + "\"");
   return s;
 }
 
-void check_keys(const json& j, std::initializer_list<const char*> allowed, const std::string& path) {
-  for (const auto& item : j.items()) {
-    bool known = false;
-    for (const char* key : allowed) known = known || item.key() == key;
-    if (!known) fail(path, "unknown key \"" + item.key() + "\"");
-  }
-}
-
-std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
-std::string at(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
-
 const json& list_at(const json& j, const char* key, const std::string& path) {
   const json& list = j.at(key);
-  if (!list.is_array()) fail(join(path, key), "expected a list");
+  if (!list.is_array()) json_fail(join_path(path, key), "expected a list");
   return list;
 }
 
 const json& entry(const json& list, size_t i, size_t size, const std::string& path) {
   const json& e = list[i];
-  if (!e.is_array() || e.size() != size) fail(at(path, i), "expected a list of " + std::to_string(size) + " items");
+  if (!e.is_array() || e.size() != size) json_fail(index_path(path, i), "expected a list of " + std::to_string(size) + " items");
   return e;
 }
 
 std::string name_at(const json& j, const std::string& path) {
-  if (!j.is_string()) fail(path, "expected a name (string)");
+  if (!j.is_string()) json_fail(path, "expected a name (string)");
   return j.get<std::string>();
 }
 
@@ -86,25 +76,25 @@ ObserverSpec spec_from_json(const json& j, const std::string& path) {
     std::string name = j.get<std::string>();
     if (auto preset = observer_preset(name)) return *preset;
     if (ObserverRegistry::instance().resolve(name)) return ObserverSpec(name);
-    fail(path, "unknown observer \"" + name + "\"");
+    json_fail(path, "unknown observer \"" + name + "\"");
   }
-  if (!j.is_object()) fail(path, "expected an observer: {\"type\": ..., \"args\": {...}} or a preset name");
+  if (!j.is_object()) json_fail(path, "expected an observer: {\"type\": ..., \"args\": {...}} or a preset name");
   check_keys(j, {"type", "args"}, path);
-  if (!j.contains("type") || !j["type"].is_string()) fail(join(path, "type"), "expected a class name");
+  if (!j.contains("type") || !j["type"].is_string()) json_fail(join_path(path, "type"), "expected a class name");
   std::string type = j["type"].get<std::string>();
-  if (!ObserverRegistry::instance().resolve(type)) fail(join(path, "type"), "unknown observer class \"" + type + "\"");
+  if (!ObserverRegistry::instance().resolve(type)) json_fail(join_path(path, "type"), "unknown observer class \"" + type + "\"");
   SpecArgs args;
   if (j.contains("args")) {
-    if (!j["args"].is_object()) fail(join(path, "args"), "expected an object of arguments");
+    if (!j["args"].is_object()) json_fail(join_path(path, "args"), "expected an object of arguments");
     for (const auto& item : j["args"].items()) {
-      args.emplace_back(item.key(), value_from_json(item.value(), join(join(path, "args"), item.key())));
+      args.emplace_back(item.key(), value_from_json(item.value(), join_path(join_path(path, "args"), item.key())));
     }
   }
   ObserverSpec spec(type, args);
   try {
     spec.make();  // checks argument names, kinds and values now, with the path at hand
   } catch (const c10::Error& e) {
-    fail(path, e.what_without_backtrace());
+    json_fail(path, e.what_without_backtrace());
   }
   return spec;
 }
@@ -118,14 +108,14 @@ QConfigAny qconfig_from_json(const json& j, const std::string& path) {
   if (j.is_null()) return std::nullopt;
   if (j.is_string()) {
     auto preset = qconfig_preset(j.get<std::string>());
-    if (!preset) fail(path, "unknown qconfig preset \"" + j.get<std::string>() + "\"");
+    if (!preset) json_fail(path, "unknown qconfig preset \"" + j.get<std::string>() + "\"");
     return preset;
   }
-  if (!j.is_object()) fail(path, "expected a qconfig: {\"activation\", \"weight\"}, a preset name or null");
+  if (!j.is_object()) json_fail(path, "expected a qconfig: {\"activation\", \"weight\"}, a preset name or null");
   check_keys(j, {"activation", "weight"}, path);
-  if (!j.contains("activation") || !j.contains("weight")) fail(path, "a qconfig needs both activation and weight");
-  return QConfig{spec_from_json(j["activation"], join(path, "activation")),
-                 spec_from_json(j["weight"], join(path, "weight"))};
+  if (!j.contains("activation") || !j.contains("weight")) json_fail(path, "a qconfig needs both activation and weight");
+  return QConfig{spec_from_json(j["activation"], join_path(path, "activation")),
+                 spec_from_json(j["weight"], join_path(path, "weight"))};
 }
 
 json qconfig_mapping_to_json(const QConfigMapping& m) {
@@ -150,28 +140,28 @@ QConfigMapping qconfig_mapping_from_json(const json& j) {
     std::string kind = name.substr(0, colon);
     if (colon != std::string::npos && kind == "default") return get_default_qconfig_mapping(name.substr(colon + 1));
     if (colon != std::string::npos && kind == "qat") return get_default_qat_qconfig_mapping(name.substr(colon + 1));
-    fail("", "unknown qconfig mapping preset \"" + name + "\" (expected default:BACKEND or qat:BACKEND)");
+    json_fail("", "unknown qconfig mapping preset \"" + name + "\" (expected default:BACKEND or qat:BACKEND)");
   }
-  if (!j.is_object()) fail("", "expected a qconfig mapping object or a preset name");
+  if (!j.is_object()) json_fail("", "expected a qconfig mapping object or a preset name");
   check_keys(j, {"", "object_type", "module_name_regex", "module_name", "module_name_object_type_order"}, "");
   QConfigMapping m;
   if (j.contains("")) m.set_global(qconfig_from_json(j[""], "\"\""));
   if (j.contains("object_type")) {
     const json& list = list_at(j, "object_type", "");
     for (size_t i = 0; i < list.size(); ++i) {
-      const json& e = entry(list, i, 2, at("object_type", i));
-      m.set_object_type(name_at(e[0], at("object_type", i) + "[0]"), qconfig_from_json(e[1], at("object_type", i) + "[1]"));
+      const json& e = entry(list, i, 2, index_path("object_type", i));
+      m.set_object_type(name_at(e[0], index_path("object_type", i) + "[0]"), qconfig_from_json(e[1], index_path("object_type", i) + "[1]"));
     }
   }
   if (j.contains("module_name_regex")) {
     const json& list = list_at(j, "module_name_regex", "");
     for (size_t i = 0; i < list.size(); ++i) {
-      std::string p = at("module_name_regex", i);
+      std::string p = index_path("module_name_regex", i);
       const json& e = entry(list, i, 2, "module_name_regex");
       try {
         m.set_module_name_regex(name_at(e[0], p + "[0]"), qconfig_from_json(e[1], p + "[1]"));
       } catch (const c10::Error& err) {
-        fail(p, err.what_without_backtrace());
+        json_fail(p, err.what_without_backtrace());
       }
     }
   }
@@ -179,15 +169,15 @@ QConfigMapping qconfig_mapping_from_json(const json& j) {
     const json& list = list_at(j, "module_name", "");
     for (size_t i = 0; i < list.size(); ++i) {
       const json& e = entry(list, i, 2, "module_name");
-      m.set_module_name(name_at(e[0], at("module_name", i) + "[0]"), qconfig_from_json(e[1], at("module_name", i) + "[1]"));
+      m.set_module_name(name_at(e[0], index_path("module_name", i) + "[0]"), qconfig_from_json(e[1], index_path("module_name", i) + "[1]"));
     }
   }
   if (j.contains("module_name_object_type_order")) {
     const json& list = list_at(j, "module_name_object_type_order", "");
     for (size_t i = 0; i < list.size(); ++i) {
-      std::string p = at("module_name_object_type_order", i);
+      std::string p = index_path("module_name_object_type_order", i);
       const json& e = entry(list, i, 4, "module_name_object_type_order");
-      if (!e[2].is_number_integer()) fail(p + "[2]", "expected an index (integer)");
+      if (!e[2].is_number_integer()) json_fail(p + "[2]", "expected an index (integer)");
       m.set_module_name_object_type_order(name_at(e[0], p + "[0]"), name_at(e[1], p + "[1]"), e[2].get<int64_t>(),
                                           qconfig_from_json(e[3], p + "[3]"));
     }

@@ -144,14 +144,7 @@ QConfigMapping default_mapping(bool is_qat, const std::string& backend, int vers
   };
   for (const Row& row : rows) mapping.set_object_type(row.type, row.qconfig);
   // Ops with fixed output ranges get FixedQParams observers (fake-quants for QAT).
-  const std::pair<const char*, const char*> fixed[] = {
-      {"torch.nn.Hardsigmoid", "0to1"}, {"torch.nn.functional.hardsigmoid", "0to1"}, {"hardsigmoid", "0to1"},
-      {"hardsigmoid_", "0to1"}, {"torch.nn.Sigmoid", "0to1"}, {"torch.sigmoid", "0to1"}, {"sigmoid", "0to1"},
-      {"sigmoid_", "0to1"}, {"torch.nn.Softmax", "0to1"}, {"torch.nn.Tanh", "neg1to1"}, {"torch.tanh", "neg1to1"},
-      {"tanh", "neg1to1"}, {"tanh_", "neg1to1"},
-  };
-  for (const auto& [type, range] : fixed) {
-    ObserverSpec observer = *observer_preset(std::string("default_fixed_qparams_range_") + range + "_observer");
+  for (const auto& [type, observer] : fixed_qparams_op_observers()) {
     ObserverSpec activation = is_qat ? ObserverSpec("FixedQParamsFakeQuantize", {{"observer", observer}}) : observer;
     mapping.set_object_type(type, QConfig{activation, default_weight});
   }
@@ -159,6 +152,23 @@ QConfigMapping default_mapping(bool is_qat, const std::string& backend, int vers
 }
 
 }  // namespace
+
+const std::vector<std::pair<std::string, ObserverSpec>>& fixed_qparams_op_observers() {
+  static const auto kOps = [] {
+    const std::pair<const char*, const char*> rows[] = {
+        {"torch.nn.Hardsigmoid", "0to1"}, {"torch.nn.functional.hardsigmoid", "0to1"}, {"hardsigmoid", "0to1"},
+        {"hardsigmoid_", "0to1"}, {"torch.nn.Sigmoid", "0to1"}, {"torch.sigmoid", "0to1"}, {"sigmoid", "0to1"},
+        {"sigmoid_", "0to1"}, {"torch.nn.Softmax", "0to1"}, {"torch.nn.Tanh", "neg1to1"}, {"torch.tanh", "neg1to1"},
+        {"tanh", "neg1to1"}, {"tanh_", "neg1to1"},
+    };
+    std::vector<std::pair<std::string, ObserverSpec>> ops;
+    for (const auto& [type, range] : rows) {
+      ops.emplace_back(type, *observer_preset(std::string("default_fixed_qparams_range_") + range + "_observer"));
+    }
+    return ops;
+  }();
+  return kOps;
+}
 
 QConfigMapping get_default_qconfig_mapping(const std::string& backend) { return default_mapping(false, backend, 0); }
 

@@ -6,7 +6,8 @@ Run with Debian's python3 (the interpreter that has python3-torch 1.13):
 
 model_fixtures.py writes models, their TorchScript files and what torch.fx
 makes of them; quant_fixtures.py writes observer, fake-quantize and
-QConfigMapping cases. Fixtures are rebuilt only when a script of this folder
+QConfigMapping cases;
+backend_fixtures.py writes BackendConfigs and batch-norm folding cases. Fixtures are rebuilt only when a script of this folder
 changes (a stamp holds their hash).
 """
 import glob
@@ -19,6 +20,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import backend_fixtures  # noqa: E402
 import model_fixtures  # noqa: E402
 import quant_fixtures  # noqa: E402
 
@@ -40,6 +42,7 @@ def main():
     torch.set_grad_enabled(False)
     model_fixtures.write_all(out)
     quant_fixtures.write_all(out)
+    backend_fixtures.write_all(out)
     with open(stamp, 'w') as f:
         f.write(digest())
     print(f'oracle fixtures written to {out}')

@@ -2,6 +2,7 @@
 constructors (`Cls.with_args(...)`) as {"type", "args"}, QConfigs as
 {"activation", "weight"}, QConfigMappings with PyTorch's to_dict() keys, and
 object types (classes, functions, method names) by their PyTorch names."""
+import importlib
 import inspect
 
 import torch
@@ -14,14 +15,37 @@ def class_name(cls):
     return f'{cls.__module__}.{cls.__qualname__}'
 
 
+# Public packages of module classes: qfx's (PyTorch 2.x's) name, and the
+# package that holds the classes in PyTorch 1.13.
+_MODULE_PACKAGES = [
+    ('torch.nn', 'torch.nn'),
+    ('torch.ao.nn.intrinsic.qat', 'torch.nn.intrinsic.qat'),
+    ('torch.ao.nn.intrinsic.quantized.dynamic', 'torch.nn.intrinsic.quantized.dynamic'),
+    ('torch.ao.nn.intrinsic.quantized', 'torch.nn.intrinsic.quantized'),
+    ('torch.ao.nn.intrinsic', 'torch.nn.intrinsic'),
+    ('torch.ao.nn.qat', 'torch.nn.qat'),
+    ('torch.ao.nn.quantized.reference', 'torch.nn.quantized._reference'),
+    ('torch.ao.nn.quantized.dynamic', 'torch.nn.quantized.dynamic'),
+    ('torch.ao.nn.quantized', 'torch.nn.quantized'),
+]
+
+
+def module_class_name(cls):
+    """torch.nn.Conv2d, torch.ao.nn.intrinsic.ConvReLU2d, or a user class's qualified name."""
+    if hasattr(cls, 'qfx_name'):  # stand-ins for classes PyTorch 1.13 lacks
+        return cls.qfx_name
+    for public, package in _MODULE_PACKAGES:
+        if getattr(importlib.import_module(package), cls.__name__, None) is cls:
+            return f'{public}.{cls.__name__}'
+    return torch._jit_internal._qualified_name(cls).replace('__torch__.', '', 1)
+
+
 def object_type_name(obj):
     """torch.nn.Conv2d, torch.nn.functional.relu, operator.add, a user class, or a method name."""
     if isinstance(obj, str):
         return obj
     if inspect.isclass(obj):
-        if getattr(torch.nn, obj.__name__, None) is obj:
-            return f'torch.nn.{obj.__name__}'
-        return torch._jit_internal._qualified_name(obj).replace('__torch__.', '', 1)
+        return module_class_name(obj)
     # F.conv2d is torch.conv2d, F.linear is torch._C._nn.linear, ...: qfx names
     # such functions by their torch.nn.functional spelling, the one users write.
     for name in dir(F):

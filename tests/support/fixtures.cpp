@@ -14,6 +14,12 @@ std::string fixture(const std::string& name) {
   return std::string(dir) + "/" + name;
 }
 
+std::string source_file(const std::string& path) {
+  const char* dir = std::getenv("QFX_SOURCE_DIR");
+  TORCH_CHECK(dir != nullptr, "QFX_SOURCE_DIR is not set; run the tests through ctest");
+  return std::string(dir) + "/" + path;
+}
+
 nlohmann::json fixture_json(const std::string& name) {
   std::ifstream in(fixture(name));
   TORCH_CHECK(in.good(), "missing fixture ", name);

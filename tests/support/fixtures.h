@@ -16,6 +16,10 @@ namespace qfx::test {
 /// Path of a fixture file.
 std::string fixture(const std::string& name);
 
+/// Path of a file of the source tree (`examples/backends/my_backend.json`),
+/// whose root CTest passes in QFX_SOURCE_DIR.
+std::string source_file(const std::string& path);
+
 /// A fixture JSON file, parsed.
 nlohmann::json fixture_json(const std::string& name);
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace qfx::ir {
@@ -87,6 +88,10 @@ class QConfigMapping {
   std::vector<std::pair<std::string, QConfigAny>> module_names_;
   std::vector<OrderEntry> orders_;
 };
+
+/// PyTorch's `_FIXED_QPARAMS_OP_TO_OBSERVER`: the ops with a fixed output
+/// range (sigmoid, tanh, hardsigmoid, softmax) and their FixedQParamsObserver.
+const std::vector<std::pair<std::string, ObserverSpec>>& fixed_qparams_op_observers();
 
 /// PyTorch's get_default_qconfig_mapping(backend, version=0).
 QConfigMapping get_default_qconfig_mapping(const std::string& backend = "fbgemm");
