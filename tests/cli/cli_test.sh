@@ -2,11 +2,12 @@
 # CLI tests: `qfx print` and `qfx run` on the oracle's fixtures, and the
 # bad-input contract: one line on stderr, exit code 1 (2 for usage errors),
 # no core dump, no partial output file.
-#   cli_test.sh QFX_BINARY FIXTURES_DIR PYTHON
+#   cli_test.sh QFX_BINARY FIXTURES_DIR PYTHON SOURCE_DIR
 set -u
 qfx=$1
 fixtures=$2
 python=$3
+source_dir=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -140,6 +141,48 @@ expect_error 1 "bins and upsample_rate must be positive" -- observe --observer "
 echo '{"type": "MinMaxObserver"' >"$work/broken.json"
 expect_error 1 "broken.json: not valid JSON" -- observe --observer "$work/broken.json" --input "$work/batches.pt"
 expect_error 2 "backend: .*not in" -- qconfig dump tpu
+
+# --- qfx backend-config ----------------------------------------------------
+for backend in native fbgemm qnnpack x86 onednn executorch tensorrt; do
+  "$qfx" backend-config dump "$backend" >"$work/backend.json" || fail "backend-config dump $backend exited $?"
+  "$python" - "$work/backend.json" "$fixtures/backend_configs.json" "$backend" <<'PY' \
+    || fail "backend-config dump $backend differs from PyTorch's config"
+import json, sys
+ours = json.load(open(sys.argv[1]))
+theirs = json.load(open(sys.argv[2]))[sys.argv[3]]
+key = lambda c: json.dumps(c, sort_keys=True)
+assert ours['name'] == theirs['name'], (ours['name'], theirs['name'])
+assert sorted(map(key, ours['configs'])) == sorted(map(key, theirs['configs']))
+PY
+done
+
+"$qfx" backend-config dump qnnpack >"$work/qnnpack.json"
+"$qfx" backend-config check "$work/qnnpack.json" >"$work/check.txt" || fail "check of a dumped config exited $?"
+grep -qF 'valid BackendConfig "qnnpack", 183 patterns' "$work/check.txt" || fail "check summary: $(head -1 "$work/check.txt")"
+grep -qF '| `torch.nn.Linear` | qint8, w qint8*; quint8, w qint8 | quint8, w qint8; float16, w float16 |  |  | own observer |  |' \
+  "$work/check.txt" || fail "check table lacks qnnpack's Linear row"
+grep -qF '| `torch.nn.Embedding` |  |  | w quint8; w quint4x2 |' "$work/check.txt" \
+  || fail "check table lacks qnnpack's weight-only Embedding row"
+"$qfx" backend-config check "$source_dir/examples/backends/my_backend.json" >"$work/check.txt" \
+  || fail "check of the tutorial backend exited $?"
+grep -qF '| `torch.nn.Conv2d -> torch.nn.ReLU` |  |  |  |  | own observer | `torch.ao.nn.intrinsic.ConvReLU2d` |' \
+  "$work/check.txt" || fail "check table lacks the tutorial's conv-relu fusion"
+
+"$qfx" backend-config docs -o "$work/backends.md" || fail "backend-config docs exited $?"
+diff -q "$work/backends.md" "$source_dir/docs/backends.md" >/dev/null \
+  || fail "docs/backends.md is stale: run qfx backend-config docs -o docs/backends.md"
+
+sed 's/"torch.qint8"/"torch.qint9"/' "$work/qnnpack.json" >"$work/bad_dtype.json"
+expect_error 1 'bad_dtype.json: configs\[0\]\.dtype_configs\[0\]\.input_dtype\.dtype: unknown dtype "torch.qint9"' \
+  -- backend-config check "$work/bad_dtype.json"
+head -c 500 "$work/qnnpack.json" >"$work/truncated.json"
+expect_error 1 "truncated.json: not valid JSON" -- backend-config check "$work/truncated.json"
+expect_error 1 "missing.json" -- backend-config check "$work/missing.json"
+echo '{"name": "b", "configs": [{"pattern": ["torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU", "torch.nn.ReLU"]}]}' \
+  >"$work/long.json"
+expect_error 1 "long.json: configs\[0\]\.pattern: .*pattern_complex_format" -- backend-config check "$work/long.json"
+expect_error 2 "name: .*not in" -- backend-config dump tpu
+expect_error 1 "" -- backend-config docs -o "$work/no_such_dir/backends.md"
 expect_error 2 "model is required|required" -- run
 expect_error 2 "--input is required" -- run "$fixtures/resnet18.pt"
 expect_error 2 "" -- nonsense

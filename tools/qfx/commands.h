@@ -18,5 +18,7 @@ void add_run_command(CLI::App& app, Action& action);
 void add_qconfig_command(CLI::App& app, Action& action);
 /// `qfx observe --observer SPEC.json --input X.pt [--weight]`
 void add_observe_command(CLI::App& app, Action& action);
+/// `qfx backend-config dump NAME | check FILE.json | docs [-o FILE]`
+void add_backend_config_command(CLI::App& app, Action& action);
 
 }  // namespace qfx::cli

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   qfx::cli::add_run_command(app, action);
   qfx::cli::add_qconfig_command(app, action);
   qfx::cli::add_observe_command(app, action);
+  qfx::cli::add_backend_config_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

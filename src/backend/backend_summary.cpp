@@ -1,0 +1,139 @@
+// Support tables of BackendConfigs: one row per pattern, the dtypes grouped
+// by kind of quantization.
+
+#include "qfx/backend/backend_summary.h"
+
+#include "qfx/backend/builtin_backends.h"
+#include "qfx/ir/python_literals.h"
+#include "qfx/quant/qtypes.h"
+
+#include <sstream>
+
+namespace qfx::backend {
+namespace {
+
+constexpr std::array<const char*, kNumSupportKinds> kSupportKindNames = {"static", "dynamic", "weight-only", "fp16"};
+
+struct ObservationLabel {
+  ObservationType type;
+  const char* label;
+};
+
+constexpr ObservationLabel kObservationLabels[] = {
+    {ObservationType::OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT, "own observer"},
+    {ObservationType::OUTPUT_SHARE_OBSERVER_WITH_INPUT, "shares input's"},
+    {ObservationType::INPUT_OUTPUT_NOT_OBSERVED, "not observed"},
+};
+
+const char* observation_label(ObservationType type) {
+  for (const ObservationLabel& entry : kObservationLabels) {
+    if (entry.type == type) return entry.label;
+  }
+  TORCH_INTERNAL_ASSERT(false, "observation type without a label");
+}
+
+/// `quint8` for `torch.quint8`; `-` when unset.
+std::string short_dtype(const DTypeWithConstraints& d) {
+  if (!d.dtype) return "-";
+  std::string name = ir::dtype_name(*d.dtype);
+  return name.rfind("torch.", 0) == 0 ? name.substr(6) : name;
+}
+
+bool is_float16(const DTypeWithConstraints& d) { return d.dtype == c10::kHalf; }
+bool is_quantized(const DTypeWithConstraints& d) { return d.dtype && quant::is_quantized_dtype(*d.dtype); }
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+std::string markdown_row(const std::vector<std::string>& cells) { return "| " + join(cells, " | ") + " |\n"; }
+
+std::string table_header() {
+  std::vector<std::string> head = {"pattern"};
+  for (const char* name : kSupportKindNames) head.emplace_back(name);
+  head.emplace_back("output observation");
+  head.emplace_back("fuses into");
+  return markdown_row(head) + markdown_row(std::vector<std::string>(head.size(), "---"));
+}
+
+std::string count_kinds_row(const BackendConfig& config) {
+  std::array<size_t, kNumSupportKinds> counts{};
+  std::vector<PatternSupport> rows = summarize(config);
+  for (const PatternSupport& row : rows) {
+    for (size_t k = 0; k < kNumSupportKinds; ++k) counts[k] += row.dtypes[k].empty() ? 0 : 1;
+  }
+  std::vector<std::string> cells = {"[" + config.name() + "](#" + config.name() + ")", std::to_string(rows.size())};
+  for (size_t count : counts) cells.push_back(std::to_string(count));
+  return markdown_row(cells);
+}
+
+}  // namespace
+
+const char* support_kind_name(SupportKind kind) { return kSupportKindNames.at(static_cast<size_t>(kind)); }
+
+SupportKind support_kind(const DTypeConfig& config) {
+  if (config.is_dynamic.value_or(false)) return SupportKind::kDynamic;
+  if (is_float16(config.input_dtype)) return SupportKind::kFloat16;
+  if (is_quantized(config.input_dtype)) return SupportKind::kStatic;
+  return SupportKind::kWeightOnly;
+}
+
+std::string dtype_config_label(const DTypeConfig& config) {
+  bool constrained = config.input_dtype.has_constraints() || config.output_dtype.has_constraints() ||
+                     config.weight_dtype.has_constraints();
+  std::string weight = config.weight_dtype.dtype ? "w " + short_dtype(config.weight_dtype) : "";
+  std::string label = support_kind(config) == SupportKind::kWeightOnly
+                          ? weight
+                          : short_dtype(config.input_dtype) + (weight.empty() ? "" : ", " + weight);
+  return label + (constrained ? "*" : "");
+}
+
+std::vector<PatternSupport> summarize(const BackendConfig& config) {
+  std::vector<PatternSupport> rows;
+  for (const BackendPatternConfig& pattern_config : config.configs()) {
+    PatternSupport row;
+    row.pattern = pattern_config.pattern().str();
+    row.observation = observation_label(pattern_config.observation_type());
+    row.fused_module = pattern_config.fused_module();
+    for (const DTypeConfig& dtypes : pattern_config.dtype_configs()) {
+      row.dtypes.at(static_cast<size_t>(support_kind(dtypes))).push_back(dtype_config_label(dtypes));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string support_table_markdown(const BackendConfig& config) {
+  std::string out = table_header();
+  for (const PatternSupport& row : summarize(config)) {
+    std::vector<std::string> cells = {"`" + row.pattern + "`"};
+    for (const std::vector<std::string>& labels : row.dtypes) cells.push_back(labels.empty() ? "" : join(labels, "; "));
+    cells.push_back(row.observation);
+    cells.push_back(row.fused_module.empty() ? "" : "`" + row.fused_module + "`");
+    out += markdown_row(cells);
+  }
+  return out + "\nDtypes are input, then weight (`w`); `*`: with qparam constraints (see the JSON).\n";
+}
+
+std::string builtin_backends_markdown() {
+  std::ostringstream out;
+  out << "# Built-in backends\n\n"
+      << "Generated by `qfx backend-config docs -o docs/backends.md` from the built-in BackendConfigs; "
+         "do not edit by hand. `qfx backend-config dump NAME` prints a backend's full JSON "
+         "(docs/config-format.md).\n\n"
+      << "Patterns per backend, and how many support each kind of quantization:\n\n"
+      << markdown_row({"backend", "patterns", "static", "dynamic", "weight-only", "fp16"})
+      << markdown_row(std::vector<std::string>(6, "---"));
+  for (const std::string& name : builtin_backend_names()) out << count_kinds_row(get_backend_config(name));
+  for (const std::string& name : builtin_backend_names()) {
+    BackendConfig config = get_backend_config(name);
+    out << "\n## " << name << "\n\n`get_" << name << "_backend_config()`: " << config.configs().size()
+        << " patterns.\n\n"
+        << support_table_markdown(config);
+  }
+  return out.str();
+}
+
+}  // namespace qfx::backend
