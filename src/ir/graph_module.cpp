@@ -209,6 +209,21 @@ void GraphModule::set_attr(const std::string& path, c10::IValue value) {
   owner->register_buffer(name, value.toTensor());
 }
 
+void GraphModule::rebuild_module_tree() {
+  GraphModule old(root_, std::make_unique<Graph>());
+  old.attributes_ = std::move(attributes_);
+  root_ = make_container_module();
+  root_->train(old.root_->is_training());
+  attributes_.clear();
+  for (Node* node : graph_->nodes()) {
+    if (node->op() == Opcode::kCallModule && find_submodule(node->target()) == nullptr) {
+      add_submodule(node->target(), old.get_submodule(node->target()));
+    } else if (node->op() == Opcode::kGetAttr && !has_attr(node->target())) {
+      set_attr(node->target(), old.get_attr(node->target()));
+    }
+  }
+}
+
 std::string GraphModule::to_string() const {
   std::string tree = module_repr(*root_);
   size_t paren = tree.find('(');

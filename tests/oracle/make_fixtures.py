@@ -7,10 +7,11 @@ Run with Debian's python3 (the interpreter that has python3-torch 1.13):
 model_fixtures.py writes models, their TorchScript files and what torch.fx
 makes of them; quant_fixtures.py writes observer, fake-quantize and
 QConfigMapping cases;
-backend_fixtures.py writes BackendConfigs and batch-norm folding cases. Fixtures are rebuilt only when a script of this folder
-changes (a stamp holds their hash).
+backend_fixtures.py writes BackendConfigs and batch-norm folding cases;
+flow_fixtures.py what PyTorch's FX passes make of models. Each writer's
+fixtures are rebuilt only when it or a script it imports changes (a stamp per
+writer holds their hash).
 """
-import glob
 import hashlib
 import os
 import sys
@@ -21,31 +22,41 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import backend_fixtures  # noqa: E402
+import flow_fixtures  # noqa: E402
 import model_fixtures  # noqa: E402
 import quant_fixtures  # noqa: E402
 
+# Each writer and the scripts whose changes make its fixtures stale, in the
+# order they run (later writers read earlier writers' files).
+WRITERS = [
+    (model_fixtures, ['model_fixtures.py']),
+    (quant_fixtures, ['quant_fixtures.py', 'pytorch_names.py']),
+    (backend_fixtures, ['backend_fixtures.py', 'pytorch_names.py']),
+    (flow_fixtures, ['flow_fixtures.py', 'model_fixtures.py', 'backend_fixtures.py', 'pytorch_names.py']),
+]
 
-def digest():
+
+def digest(scripts):
     h = hashlib.sha256()
-    for path in sorted(glob.glob(os.path.join(HERE, '*.py'))):
-        h.update(open(path, 'rb').read())
+    for name in scripts + ['make_fixtures.py']:
+        h.update(open(os.path.join(HERE, name), 'rb').read())
     return h.hexdigest()
 
 
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    stamp = os.path.join(out, 'stamp')
-    if os.path.exists(stamp) and open(stamp).read() == digest():
-        print('oracle fixtures are up to date')
-        return
     torch.set_grad_enabled(False)
-    model_fixtures.write_all(out)
-    quant_fixtures.write_all(out)
-    backend_fixtures.write_all(out)
-    with open(stamp, 'w') as f:
-        f.write(digest())
-    print(f'oracle fixtures written to {out}')
+    for module, scripts in WRITERS:
+        name = module.__name__
+        stamp = os.path.join(out, f'{name}.stamp')
+        if os.path.exists(stamp) and open(stamp).read() == digest(scripts):
+            print(f'{name}: up to date')
+            continue
+        module.write_all(out)
+        with open(stamp, 'w') as f:
+            f.write(digest(scripts))
+        print(f'{name}: written to {out}')
 
 
 if __name__ == '__main__':

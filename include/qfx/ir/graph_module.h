@@ -79,6 +79,12 @@ class GraphModule {
   /// Graph::lint plus: every call_module and get_attr target exists.
   void lint() const;
 
+  /// Rebuilds the module tree from the graph, as Python's
+  /// `GraphModule(root, graph)` does after a pass: only the submodules and
+  /// attributes the graph refers to are kept, in the order of first use,
+  /// under fresh `Module()` parents. Modules and tensors are shared, not copied.
+  void rebuild_module_tree();
+
  private:
   std::shared_ptr<torch::nn::Module> root_;
   std::unique_ptr<Graph> graph_;

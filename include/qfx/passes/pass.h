@@ -1,0 +1,60 @@
+#pragma once
+/// \file
+/// Passes: each one a function `bool pass(GraphModule&, const PassOptions&)`
+/// that rewrites a GraphModule in place and returns true when it changed
+/// something. The registry lists every pass under a kebab-case name with a
+/// one-line summary; PassManager (pass_manager.h) runs a pipeline of them.
+
+#include "qfx/backend/backend_config.h"
+#include "qfx/quant/qconfig_mapping.h"
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qfx::ir {
+class GraphModule;
+}
+
+namespace qfx::passes {
+
+/// What passes may read: the backend, the user's qconfigs, the mode.
+struct PassOptions {
+  /// What the backend runs; null means the native backend (PyTorch's default).
+  std::shared_ptr<const backend::BackendConfig> backend_config;
+  /// What the user asks for; null means every node stays float.
+  std::shared_ptr<const quant::QConfigMapping> qconfig_mapping;
+  /// prepare_qat_fx: fusions keep batch norms (ConvBn2d), QAT modules are swapped in.
+  bool is_qat = false;
+  /// When set, passes say here why a candidate was not rewritten (`--explain`).
+  std::ostream* explain = nullptr;
+
+  /// The backend config, or the native one when none is set.
+  const backend::BackendConfig& backend() const;
+};
+
+/// A pass: rewrites `gm`, returns true when it changed something.
+using PassFn = bool (*)(ir::GraphModule& gm, const PassOptions& options);
+
+/// One row of the pass registry.
+struct PassInfo {
+  const char* name;     ///< kebab-case, as `qfx opt --passes` takes it
+  const char* summary;  ///< one line
+  PassFn run;
+};
+
+/// Every pass, in pipeline order.
+const std::vector<PassInfo>& pass_registry();
+
+/// The pass called `name`; c10::Error listing the names if there is none.
+const PassInfo& find_pass(const std::string& name);
+
+/// `fuse`: replaces the BackendConfig's fusion patterns (configs with a fuser
+/// method or a fused module) by their fused modules, as PyTorch's fuse_fx.
+bool fuse(ir::GraphModule& gm, const PassOptions& options);
+
+/// `dce`: removes nodes whose values nobody uses and that have no side effects.
+bool dce(ir::GraphModule& gm, const PassOptions& options);
+
+}  // namespace qfx::passes

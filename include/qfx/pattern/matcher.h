@@ -1,0 +1,47 @@
+#pragma once
+/// \file
+/// Matching patterns against a graph, with PyTorch FX's rules
+/// (`torch.ao.quantization.fx.match_utils.is_match`):
+///
+/// - a module element matches a `call_module` node whose module has exactly
+///   that type; a function element a `call_function` node with that target
+///   (aliases such as `torch.conv2d` / `torch.nn.functional.conv2d` are one
+///   function); a method element a `call_method` node of that name;
+///   `MatchAllNode` matches any argument, nodes or not;
+/// - an element with argument patterns needs exactly that many positional
+///   arguments (keyword arguments are not looked at);
+/// - every node but the pattern's output must have at most one user, so a
+///   fusion never drops a value someone else reads.
+///
+/// \code
+///   Pattern p = Pattern::sequence({"torch.nn.Conv2d", "torch.nn.ReLU"});
+///   std::optional<PatternMatch> m = match_at(p, *relu_node, gm);
+///   m->node(0);  // the conv node
+/// \endcode
+
+#include "qfx/ir/graph_module.h"
+#include "qfx/pattern/pattern.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qfx::pattern {
+
+/// The PyTorch name of what `node` runs: the module type of a `call_module`
+/// node, the canonical function name of a `call_function` node, the method
+/// name of a `call_method` node; empty for other nodes.
+std::string op_name_of(const ir::Node& node, const ir::GraphModule& gm);
+
+/// True when `op` (not MatchAllNode) is what `node` runs.
+bool op_matches(const PatternOp& op, const ir::Node& node, const ir::GraphModule& gm);
+
+/// The match of `pattern` with its output at `node`, or nullopt.
+std::optional<PatternMatch> match_at(const Pattern& pattern, ir::Node& node, const ir::GraphModule& gm);
+
+/// The order in which PyTorch tries patterns: longer ones first (counting
+/// MatchAllNode elements), ties in their original order. Returns indices
+/// into `patterns`.
+std::vector<size_t> match_order(const std::vector<const Pattern*>& patterns);
+
+}  // namespace qfx::pattern

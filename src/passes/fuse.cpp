@@ -1,0 +1,126 @@
+// fuse: PyTorch's fuse_fx. Finds the BackendConfig's fusion patterns (configs
+// with a fuser method or a fused module), longest first, walking the graph
+// from its output; a node belongs to the first match that claims it. Then,
+// per match, builds the fused module from the matched modules and puts it at
+// the root node's module path; the root node moves to where the pattern's
+// output was, takes the extra inputs, and the other matched nodes go away.
+//
+//   conv -> bn -> relu          =>   conv (ConvBnReLU2d, or Conv2d with bn folded)
+//   add(conv(x), y) -> relu     =>   conv(x, y)  (ConvAddReLU2d, onednn)
+
+#include "qfx/backend/backend_registry.h"
+#include "qfx/ir/graph_module.h"
+#include "qfx/passes/pass.h"
+#include "qfx/pattern/matcher.h"
+
+#include <torch/nn/modules/activation.h>
+
+#include <unordered_set>
+
+namespace qfx::passes {
+namespace {
+
+struct FusionMatch {
+  const backend::BackendPatternConfig* config;
+  pattern::PatternMatch match;
+};
+
+std::vector<const backend::BackendPatternConfig*> fusion_configs(const backend::BackendConfig& backend) {
+  std::vector<const backend::BackendPatternConfig*> configs;
+  for (const backend::BackendPatternConfig& config : backend.configs()) {
+    if (!config.fuser_method().empty() || !config.fused_module().empty()) configs.push_back(&config);
+  }
+  std::vector<const pattern::Pattern*> patterns;
+  for (const auto* config : configs) patterns.push_back(&config->pattern());
+  std::vector<const backend::BackendPatternConfig*> sorted;
+  for (size_t index : pattern::match_order(patterns)) sorted.push_back(configs[index]);
+  return sorted;
+}
+
+/// The nodes a match binds to ops (MatchAllNode values excluded).
+std::vector<ir::Node*> op_nodes(const pattern::PatternMatch& match) {
+  std::vector<ir::Node*> nodes;
+  for (size_t i = 0; i < match.values.size(); ++i) {
+    if (!match.pattern->elements()[i].op.is_any()) nodes.push_back(match.node(i));
+  }
+  return nodes;
+}
+
+/// Matches, collected from the graph's output backwards before anything changes.
+std::vector<FusionMatch> find_fusions(ir::GraphModule& gm, const backend::BackendConfig& backend) {
+  std::vector<const backend::BackendPatternConfig*> configs = fusion_configs(backend);
+  std::unordered_set<const ir::Node*> claimed;
+  std::vector<FusionMatch> found;
+  std::vector<ir::Node*> nodes = gm.graph().node_list();
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    if (claimed.count(*it) > 0) continue;
+    for (const backend::BackendPatternConfig* config : configs) {
+      std::optional<pattern::PatternMatch> match = pattern::match_at(config->pattern(), **it, gm);
+      if (!match) continue;
+      for (ir::Node* node : op_nodes(*match)) claimed.insert(node);
+      found.push_back({config, std::move(*match)});
+      break;
+    }
+  }
+  return found;
+}
+
+/// What the fuser gets for each matched element: the module of a
+/// call_module node, a fresh ReLU for `torch.nn.functional.relu` (as
+/// PyTorch), else the op's name.
+std::vector<backend::FuserPart> fuser_parts(const FusionMatch& fusion, const ir::GraphModule& gm, bool training) {
+  std::vector<backend::FuserPart> parts;
+  const auto& elements = fusion.match.pattern->elements();
+  for (size_t i = 0; i < elements.size(); ++i) {
+    backend::FuserPart part{nullptr, elements[i].op.name};
+    ir::Node* node = fusion.match.node(i);
+    if (elements[i].op.kind == pattern::OpKind::kModule) {
+      part.module = gm.get_submodule(node->target());
+    } else if (elements[i].op.name == "torch.nn.functional.relu") {
+      part.module = std::make_shared<torch::nn::ReLUImpl>();
+      part.module->train(training);
+    }
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+void apply_fusion(const FusionMatch& fusion, ir::GraphModule& gm, bool is_qat) {
+  const backend::BackendPatternConfig& config = *fusion.config;
+  ir::Node* output = fusion.match.node(fusion.match.values.size() - 1);
+  ir::Node* root = backend::root_node_of(config, fusion.match);
+  TORCH_CHECK(root != nullptr && root->op() == ir::Opcode::kCallModule, "fuse: pattern ",
+              config.pattern().str(), " matched at %", output->name(),
+              " has no module to fuse into (its root node must be a call_module node)");
+  bool training = gm.get_submodule(root->target())->is_training();
+  std::shared_ptr<torch::nn::Module> fused =
+      backend::fuser_of(config)(is_qat, fuser_parts(fusion, gm, training));
+  gm.add_submodule(root->target(), std::move(fused));
+
+  std::vector<ir::Argument> args = root->args();
+  for (ir::Argument& extra : backend::extra_inputs_of(config, fusion.match)) args.push_back(std::move(extra));
+  if (root != output) {
+    output->prepend(root);
+    output->replace_all_uses_with(root);
+  }
+  root->set_args(std::move(args));
+  std::vector<ir::Node*> nodes = op_nodes(fusion.match);
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    if (*it != root) gm.graph().erase_node(*it);
+  }
+}
+
+}  // namespace
+
+bool fuse(ir::GraphModule& gm, const PassOptions& options) {
+  std::vector<FusionMatch> fusions = find_fusions(gm, options.backend());
+  for (const FusionMatch& fusion : fusions) apply_fusion(fusion, gm, options.is_qat);
+  // As PyTorch's fuse returns a new GraphModule: a fresh namespace (names of
+  // removed nodes are free again), the module tree rebuilt from the graph.
+  gm.set_graph(gm.graph().clone());
+  gm.rebuild_module_tree();
+  gm.set_class_name("GraphModule");
+  return !fusions.empty();
+}
+
+}  // namespace qfx::passes

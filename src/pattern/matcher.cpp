@@ -1,0 +1,85 @@
+// Matching a forward-order pattern at a node: walk from the pattern's output
+// element back through the positional arguments, as PyTorch's is_match does.
+
+#include "qfx/pattern/matcher.h"
+
+#include "qfx/ir/module_registry.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace qfx::pattern {
+namespace {
+
+/// Binds element `index` (and its inputs) to `value`; false if it does not
+/// match. `is_output`: the pattern's output may have any number of users.
+bool bind_element(const Pattern& pattern, size_t index, const ir::Argument& value, bool is_output,
+          const ir::GraphModule& gm, std::vector<ir::Argument>& values) {
+  const Pattern::Element& element = pattern.elements()[index];
+  if (element.op.is_any()) {
+    values[index] = value;
+    return true;
+  }
+  ir::Node* node = value.is_node() ? value.to_node() : nullptr;
+  if (!node) return false;
+  if (!is_output && node->users().size() > 1) return false;  // its value is needed elsewhere
+  if (!op_matches(element.op, *node, gm)) return false;
+  values[index] = value;
+  if (element.inputs.empty()) return true;
+  if (element.inputs.size() != node->args().size()) return false;
+  for (size_t i = 0; i < element.inputs.size(); ++i) {
+    if (!bind_element(pattern, element.inputs[i], node->args()[i], false, gm, values)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string op_name_of(const ir::Node& node, const ir::GraphModule& gm) {
+  switch (node.op()) {
+    case ir::Opcode::kCallModule:
+      return ir::module_type_name(*gm.get_submodule(node.target()));
+    case ir::Opcode::kCallFunction:
+      return canonical_op_name(node.target());
+    case ir::Opcode::kCallMethod:
+      return node.target();
+    default:
+      return "";
+  }
+}
+
+bool op_matches(const PatternOp& op, const ir::Node& node, const ir::GraphModule& gm) {
+  switch (op.kind) {
+    case OpKind::kModule:
+      return node.op() == ir::Opcode::kCallModule && op_name_of(node, gm) == op.name;
+    case OpKind::kFunction:
+      return node.op() == ir::Opcode::kCallFunction && canonical_op_name(node.target()) == op.name;
+    case OpKind::kMethod:
+      return node.op() == ir::Opcode::kCallMethod && node.target() == op.name;
+    case OpKind::kAny:
+      return true;
+  }
+  return false;
+}
+
+std::optional<PatternMatch> match_at(const Pattern& pattern, ir::Node& node, const ir::GraphModule& gm) {
+  if (pattern.empty()) return std::nullopt;
+  PatternMatch match;
+  match.pattern = &pattern;
+  match.values.resize(pattern.elements().size());
+  if (!bind_element(pattern, pattern.elements().size() - 1, ir::Argument(&node), true, gm, match.values)) {
+    return std::nullopt;
+  }
+  return match;
+}
+
+std::vector<size_t> match_order(const std::vector<const Pattern*>& patterns) {
+  std::vector<size_t> order(patterns.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return patterns[a]->elements().size() > patterns[b]->elements().size();
+  });
+  return order;
+}
+
+}  // namespace qfx::pattern
