@@ -18,6 +18,8 @@ const backend::BackendConfig& PassOptions::backend() const {
 const std::vector<PassInfo>& pass_registry() {
   static const std::vector<PassInfo> passes = {
       {"fuse", "fuse the BackendConfig's fusion patterns into fused modules (fuse_fx)", &fuse},
+      {"insert-observers", "insert observers where the QConfigMapping and the BackendConfig allow (prepare_fx)",
+       &insert_observers},
       {"dce", "remove nodes whose values are not used", &dce},
   };
   return passes;

@@ -7,7 +7,15 @@ nodes (name, op, target), code and printed module tree. In eval mode the fused
 model's outputs on the model's input are in CASE.fused_output.pt.
 fusion_zoo.pt (and fusion_zoo_qat.pt): a model with every native fusion
 pattern kind, traced; fusion_zoo.input.pt its inputs.
+
+prepare.json: for each case, the model, backend and QConfigMapping (qfx JSON),
+and what PyTorch's prepare_fx made: nodes (name, op, target), the class of
+each observer module and which observer nodes share one module, the
+observed node names, and each observer's scale and zero point after one
+forward of the model's input. HistogramObserver runs with upstream's histc
+range fix (docs/divergences.md), as in quant_fixtures.py.
 """
+import copy
 import json
 import os
 
@@ -17,10 +25,17 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torchvision
 from torch.ao.quantization.backend_config import get_native_backend_config
+from torch.ao.quantization import (QConfig, QConfigMapping, default_dynamic_qconfig, float16_static_qconfig,
+                                   get_default_qconfig, get_default_qconfig_mapping)
+from torch.ao.quantization import observer as ob
+from torch.ao.quantization.backend_config import get_qnnpack_backend_config
 from torch.ao.quantization.fx.fuse import fuse
+from torch.ao.quantization.quantize_fx import prepare_fx
 
 import backend_fixtures
 import model_fixtures
+import quant_fixtures
+from pytorch_names import class_name, qconfig_mapping_json
 
 OUT = None
 
@@ -137,8 +152,108 @@ def write_fuse():
         json.dump(cases, f, indent=1)
 
 
+class DynamicLinears(nn.Module):
+    """Linear layers only, for dynamic and float16 quantization."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)))
+
+
+def tutorial_qconfig_mapping():
+    """The BackendConfig tutorial's QConfigMapping, which meets my_backend's constraints."""
+    qconfig = QConfig(activation=ob.MinMaxObserver.with_args(quant_min=0, quant_max=127, eps=2 ** -12),
+                      weight=ob.default_weight_observer)
+    return (QConfigMapping().set_object_type(nn.Linear, qconfig).set_object_type(nn.Conv2d, qconfig)
+            .set_object_type(nn.BatchNorm2d, qconfig).set_object_type(nn.ReLU, qconfig))
+
+
+def per_tensor_conv_transpose(mapping):
+    """PyTorch rejects per-channel weight observers for ConvTranspose."""
+    for cls in (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d):
+        mapping.set_object_type(cls, get_default_qconfig('qnnpack'))
+    return mapping
+
+
+PREPARE_CASES = [
+    # (case, model, backend, qconfig mapping)
+    ('linear_relu', 'linear_relu', 'native', lambda: QConfigMapping().set_global(get_default_qconfig('fbgemm'))),
+    ('tutorial_no_bn', 'tutorial_no_bn', 'my_backend', tutorial_qconfig_mapping),
+    ('tutorial_bn', 'tutorial_bn', 'my_backend', tutorial_qconfig_mapping),
+    ('tutorial_default_mapping', 'tutorial_bn', 'my_backend', lambda: get_default_qconfig_mapping()),
+    ('fusion_zoo', 'fusion_zoo_qat', 'native', lambda: get_default_qconfig_mapping('onednn')),
+    ('functional_zoo', 'functional_zoo', 'native', lambda: get_default_qconfig_mapping('onednn')),
+    ('module_zoo', 'module_zoo', 'native', lambda: per_tensor_conv_transpose(get_default_qconfig_mapping('onednn'))),
+    ('resnet18', 'resnet18', 'native', lambda: get_default_qconfig_mapping('onednn')),
+    ('resnet18_qnnpack', 'resnet18', 'qnnpack', lambda: get_default_qconfig_mapping('qnnpack')),
+    ('mobilenet_v2', 'mobilenet_v2', 'native', lambda: get_default_qconfig_mapping('onednn')),
+    ('mobilenet_v3_large', 'mobilenet_v3_large', 'qnnpack', lambda: get_default_qconfig_mapping('qnnpack')),
+    ('dynamic_linears', 'dynamic_linears', 'native', lambda: QConfigMapping().set_global(default_dynamic_qconfig)),
+    ('float16_linears', 'dynamic_linears', 'native', lambda: QConfigMapping().set_global(float16_static_qconfig)),
+]
+
+
+def write_dynamic_linears():
+    torch.manual_seed(0)
+    model = DynamicLinears().eval()
+    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(2))
+    torch.jit.trace(model, (x,)).save(os.path.join(OUT, 'dynamic_linears.pt'))
+    torch.save(x, os.path.join(OUT, 'dynamic_linears.input.pt'))
+
+
+def observer_records(prepared):
+    modules = dict(prepared.named_modules(remove_duplicate=False))
+    groups, records = {}, {}
+    for node in prepared.graph.nodes:
+        if node.op != 'call_module':
+            continue
+        m = modules[node.target]
+        if not isinstance(m, (ob.ObserverBase, torch.ao.quantization.FakeQuantizeBase)):
+            continue
+        record = {'type': class_name(type(m)).split('.')[-1], 'group': groups.setdefault(id(m), node.target)}
+        if hasattr(m, 'calculate_qparams') and not isinstance(m, ob.PlaceholderObserver):
+            scale, zero_point = m.calculate_qparams()
+            record['scale'] = quant_fixtures.hexes(scale)
+            record['zero_point'] = quant_fixtures.hexes(zero_point.double())
+        records[node.target] = record
+    return records
+
+
+def write_prepare():
+    ob.HistogramObserver.forward = quant_fixtures.FixedHistogramObserver.forward
+    backends = {'native': get_native_backend_config(), 'qnnpack': get_qnnpack_backend_config(),
+                'my_backend': backend_fixtures.tutorial_backend_config()}
+    python_models = {'dynamic_linears': lambda: DynamicLinears().eval()}
+    cases = []
+    for case, model_name, backend, make_mapping in PREPARE_CASES:
+        if model_name in python_models:
+            torch.manual_seed(0)
+            model = python_models[model_name]()
+        else:
+            model = python_model(model_name)
+        inputs = load_inputs(model_name)
+        mapping = make_mapping()
+        prepared = prepare_fx(copy.deepcopy(model), mapping, inputs, backend_config=backends[backend])
+        prepared(*inputs)
+        record = {'case': case, 'model': f'{model_name}.pt', 'backend': backend,
+                  'qconfig_mapping': qconfig_mapping_json(mapping),
+                  'input': ('fusion_zoo' if model_name.startswith('fusion_zoo') else model_name) + '.input.pt',
+                  'observed_node_names': sorted(prepared._observed_node_names),
+                  'observers': observer_records(prepared)}
+        record.update(graph_json(prepared))
+        cases.append(record)
+    with open(os.path.join(OUT, 'prepare.json'), 'w') as f:
+        json.dump(cases, f, indent=1)
+
+
 def write_all(out):
     global OUT
     OUT = out
     write_fusion_zoo()
     write_fuse()
+    write_dynamic_linears()
+    write_prepare()

@@ -32,7 +32,8 @@ WRITERS = [
     (model_fixtures, ['model_fixtures.py']),
     (quant_fixtures, ['quant_fixtures.py', 'pytorch_names.py']),
     (backend_fixtures, ['backend_fixtures.py', 'pytorch_names.py']),
-    (flow_fixtures, ['flow_fixtures.py', 'model_fixtures.py', 'backend_fixtures.py', 'pytorch_names.py']),
+    (flow_fixtures, ['flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py', 'backend_fixtures.py',
+                     'pytorch_names.py']),
 ]
 
 

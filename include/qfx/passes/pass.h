@@ -8,6 +8,7 @@
 #include "qfx/backend/backend_config.h"
 #include "qfx/quant/qconfig_mapping.h"
 
+#include <cstdint>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -27,6 +28,11 @@ struct PassOptions {
   std::shared_ptr<const quant::QConfigMapping> qconfig_mapping;
   /// prepare_qat_fx: fusions keep batch norms (ConvBn2d), QAT modules are swapped in.
   bool is_qat = false;
+  /// Graph inputs that arrive quantized (quint8), by position
+  /// (PrepareCustomConfig's input_quantized_indexes).
+  std::vector<int64_t> input_quantized_indexes;
+  /// `{0}` when the graph output stays quantized (output_quantized_indexes).
+  std::vector<int64_t> output_quantized_indexes;
   /// When set, passes say here why a candidate was not rewritten (`--explain`).
   std::ostream* explain = nullptr;
 
@@ -53,6 +59,12 @@ const PassInfo& find_pass(const std::string& name);
 /// `fuse`: replaces the BackendConfig's fusion patterns (configs with a fuser
 /// method or a fused module) by their fused modules, as PyTorch's fuse_fx.
 bool fuse(ir::GraphModule& gm, const PassOptions& options);
+
+/// `insert-observers`: observers (or fake-quantize modules) where the
+/// QConfigMapping asks for quantization and the backend can run it, as
+/// PyTorch's prepare_fx after fusion. Records each node's qconfig and
+/// whether it was observed in its meta (prepare_state.h).
+bool insert_observers(ir::GraphModule& gm, const PassOptions& options);
 
 /// `dce`: removes nodes whose values nobody uses and that have no side effects.
 bool dce(ir::GraphModule& gm, const PassOptions& options);

@@ -1,0 +1,22 @@
+#pragma once
+/// \file
+/// What insert-observers leaves in node meta for convert: each node's qconfig
+/// (PyTorch's `_qconfig_map`) and whether the node was observed
+/// (`_observed_node_names`).
+
+#include "qfx/ir/node.h"
+#include "qfx/quant/qconfig.h"
+
+namespace qfx::passes {
+
+/// `meta()[kQConfigMeta]` holds a quant::QConfigAny.
+inline constexpr const char* kQConfigMeta = "qconfig";
+/// `meta()[kObservedMeta]` holds `true` for nodes of an observed pattern.
+inline constexpr const char* kObservedMeta = "observed";
+
+/// The qconfig insert-observers gave `node` (nullopt if none or not prepared).
+quant::QConfigAny node_qconfig(const ir::Node& node);
+/// True when insert-observers observed `node`'s pattern.
+bool node_is_observed(const ir::Node& node);
+
+}  // namespace qfx::passes

@@ -1,0 +1,183 @@
+// insert-observers: PyTorch 1.13's prepare (fx/prepare.py,
+// insert_observers_for_model), on a fused graph.
+//
+//   1. qconfig of every node (QConfigMapping, fused modules taking their
+//      parts' object-type qconfig);
+//   2. quantization patterns of the BackendConfig matched, longest first;
+//   3. target dtypes of every node's inputs, weight, bias and output;
+//   4. per original node, in order: skip it (no qconfig, no match, getitem),
+//      or check the backend runs it as asked (else warn, stay float), then
+//      observe the pattern's inputs at its root node and its output at its
+//      last node; shape ops (OUTPUT_SHARE_OBSERVER_WITH_INPUT) share their
+//      input's observer.
+//
+//   x -> linear -> relu       =>   x -> obs_0 -> linear -> obs_1 -> relu -> obs_1'
+//                                  (obs_1' is the same module as obs_1)
+
+#include "backend_support.h"
+#include "observer_inserter.h"
+
+#include "qfx/ir/module_registry.h"
+#include "qfx/nn/intrinsic.h"
+#include "qfx/passes/pass.h"
+#include "qfx/passes/prepare_state.h"
+
+#include <c10/util/Exception.h>
+
+#include <unordered_set>
+
+namespace qfx::passes {
+namespace {
+
+using detail::QuantMatch;
+
+/// PyTorch's update_qconfig_for_fusion: a fused module takes the object-type
+/// qconfig of its parts, which must agree.
+quant::QConfigMapping with_fused_types(const ir::GraphModule& gm, quant::QConfigMapping mapping) {
+  if (mapping.object_type_qconfigs().empty()) return mapping;
+  for (const ir::Node* node : gm.graph().nodes()) {
+    if (node->op() != ir::Opcode::kCallModule) continue;
+    auto fused = std::dynamic_pointer_cast<nn::FusedModuleImpl>(gm.get_submodule(node->target()));
+    if (!fused) continue;
+    const auto& parts = fused->modules();
+    quant::QConfigAny qconfig = mapping.object_type_qconfig(ir::module_type_name(*parts[0]), std::nullopt);
+    for (size_t i = 1; i < parts.size(); ++i) {
+      std::string type = ir::module_type_name(*parts[i]);
+      TORCH_CHECK(mapping.object_type_qconfig(type, std::nullopt) == qconfig,
+                  "During fusion, we need to specify the same qconfigs for all module types in ",
+                  ir::module_type_name(*fused), " offending type: ", type);
+    }
+    if (qconfig) mapping.set_object_type(ir::module_type_name(*fused), qconfig);
+  }
+  return mapping;
+}
+
+/// The op a node runs, for the fixed-qparams check: module type or function.
+std::string fixed_qparams_key(const ir::Node& node, const ir::GraphModule& gm) {
+  if (node.op() == ir::Opcode::kCallModule) return ir::module_type_name(*gm.get_submodule(node.target()));
+  if (node.op() == ir::Opcode::kCallFunction) return pattern::canonical_op_name(node.target());
+  return "";
+}
+
+/// Why a fixed-qparams op (sigmoid, tanh, ...) cannot use `qconfig` ("" if it can).
+std::string fixed_qparams_violation(const ir::Node& node, const ir::GraphModule& gm, const quant::QConfig& qconfig) {
+  std::string key = fixed_qparams_key(node, gm);
+  for (const auto& [op, observer] : quant::fixed_qparams_op_observers()) {
+    if (op != key) continue;
+    std::vector<quant::ObserverSpec> allowed = {quant::qconfig_preset("float16_dynamic_qconfig")->activation,
+                                                quant::qconfig_preset("float16_static_qconfig")->activation, observer};
+    for (const quant::ObserverSpec& spec : allowed) {
+      if (qconfig.activation == spec ||
+          qconfig.activation == quant::ObserverSpec("FixedQParamsFakeQuantize", {{"observer", spec}})) {
+        return "";
+      }
+    }
+    return "the fixed-qparams op needs the activation observer " + observer.repr() + " (as in get_default_qconfig_mapping)";
+  }
+  return "";
+}
+
+struct PrepareContext {
+  ir::GraphModule& gm;
+  const PassOptions& options;
+  detail::QuantMatches matches;
+  std::unordered_map<const ir::Node*, quant::QConfigAny> qconfigs;
+  std::unordered_map<const ir::Node*, detail::DtypeInfo> dtypes;
+  detail::WeightArgs weight_args;
+  std::unordered_set<const QuantMatch*> rejected;  // warned about once
+};
+
+bool supported(PrepareContext& ctx, const ir::Node& node, const QuantMatch& match, const quant::QConfig& qconfig) {
+  if (ctx.rejected.count(&match) > 0) return false;
+  std::string why = fixed_qparams_violation(node, ctx.gm, qconfig);
+  if (why.empty()) why = detail::unsupported_reason(match, qconfig, ctx.dtypes, ctx.weight_args);
+  if (why.empty()) return true;
+  ctx.rejected.insert(&match);
+  TORCH_WARN("prepare: %", match.last->name(), " (", match.config->pattern().str(), ") stays float: ", why);
+  if (ctx.options.explain) *ctx.options.explain << "%" << match.last->name() << " stays float: " << why << "\n";
+  return false;
+}
+
+void observe_output(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::Node& node, const QuantMatch& match,
+                    const quant::QConfig& qconfig) {
+  detail::TargetDtype dtype = ctx.dtypes.at(&node).output;
+  if (detail::is_unobservable(dtype) || dtype == c10::kFloat || !quant::activation_is_statically_quantized(qconfig)) {
+    return;
+  }
+  quant::ObserverSpec spec = qconfig.activation;
+  c10::ScalarType act = quant::qconfig_dtypes(qconfig).activation;
+  const auto& overwrite = ctx.options.is_qat ? match.config->overwrite_output_fake_quantize()
+                                             : match.config->overwrite_output_observer();
+  if (act == c10::kQUInt8 && overwrite) spec = *overwrite;
+  ir::Node* observer = inserter.insert_after(node, spec);
+  std::vector<ir::Node*> users = node.users();
+  for (ir::Node* user : users) {
+    if (user != observer) user->replace_input_with(&node, observer);
+  }
+  bool same_graph = !(inserter.output_dtype(node) == c10::kQUInt8 && !node.args().empty() &&
+                      node.args()[0].is_node() && node.args()[0].to_node()->op() == ir::Opcode::kPlaceholder);
+  if ((match.shares_observer() && same_graph) || quant::is_reuse_input_qconfig(qconfig)) {
+    if (!inserter.share_input_observer(node)) inserter.remove_output_observers(node);
+  }
+}
+
+void observe_graph_output(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::Node& output,
+                          const std::vector<int64_t>& output_quantized_indexes) {
+  if (output_quantized_indexes.empty()) return;
+  TORCH_CHECK(output_quantized_indexes == std::vector<int64_t>{0},
+              "output_quantized_indexes must be [] or [0], got ", output_quantized_indexes.size(), " indexes");
+  std::function<ir::Argument(const ir::Argument&)> observe = [&](const ir::Argument& arg) -> ir::Argument {
+    if (arg.has_items()) {
+      ir::Argument::Items items;
+      for (const ir::Argument& item : arg.items()) items.push_back(observe(item));
+      return arg.kind() == ir::Argument::Kind::kTuple ? ir::Argument::tuple(items) : ir::Argument::list(items);
+    }
+    if (!arg.is_node() || inserter.output_dtype(*arg.to_node()) == c10::kQUInt8) return arg;
+    const quant::QConfigAny& qconfig = ctx.qconfigs[arg.to_node()];
+    TORCH_CHECK(qconfig, "quantizing the graph output %", arg.to_node()->name(), " needs a qconfig for it");
+    return ir::Argument(inserter.insert_after(*arg.to_node(), qconfig->activation));
+  };
+  output.set_args({observe(output.args().at(0))});
+}
+
+void mark_observed(const QuantMatch& match) {
+  for (ir::Node* node : match.nodes) node->meta()[kObservedMeta] = true;
+}
+
+void prepare_node(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::Node& node) {
+  auto found = ctx.matches.find(&node);
+  const QuantMatch* match = found == ctx.matches.end() ? nullptr : found->second.get();
+  const quant::QConfigAny qconfig = match ? ctx.qconfigs[&node] : std::nullopt;
+  bool is_getitem = node.op() == ir::Opcode::kCallFunction && node.target() == "operator.getitem";
+  if (!qconfig || is_getitem) return;
+  if (!supported(ctx, node, *match, *qconfig)) return;
+  mark_observed(*match);
+  if (&node == match->root) inserter.observe_inputs(node, *qconfig);
+  if (&node == match->last) observe_output(ctx, inserter, node, *match, *qconfig);
+}
+
+}  // namespace
+
+bool insert_observers(ir::GraphModule& gm, const PassOptions& options) {
+  TORCH_CHECK(options.qconfig_mapping, "insert-observers needs a QConfigMapping");
+  PrepareContext ctx{gm, options, {}, {}, {}, detail::WeightArgs(options.backend()), {}};
+  ctx.qconfigs = quant::generate_qconfig_map(gm, with_fused_types(gm, *options.qconfig_mapping));
+  ctx.matches = detail::find_quant_matches(gm, options.backend());
+  ctx.dtypes = detail::target_dtypes(gm, ctx.matches, ctx.qconfigs, options.input_quantized_indexes,
+                                     options.output_quantized_indexes);
+  for (const auto& [node, qconfig] : ctx.qconfigs) const_cast<ir::Node*>(node)->meta()[kQConfigMeta] = qconfig;
+
+  detail::ObserverInserter inserter(gm, ctx.dtypes, ctx.weight_args);
+  size_t size_before = gm.graph().size();
+  for (ir::Node* node : gm.graph().node_list()) {
+    if (node->op() == ir::Opcode::kPlaceholder || node->op() == ir::Opcode::kGetAttr) continue;
+    if (node->op() == ir::Opcode::kOutput) {
+      observe_graph_output(ctx, inserter, *node, options.output_quantized_indexes);
+    } else {
+      prepare_node(ctx, inserter, *node);
+    }
+  }
+  return gm.graph().size() != size_before;
+}
+
+}  // namespace qfx::passes

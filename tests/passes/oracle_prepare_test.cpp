@@ -1,0 +1,129 @@
+// fuse + insert-observers against PyTorch 1.13's prepare_fx: the same nodes
+// and code, the same observer classes shared the same way, the same
+// observed nodes, and after one forward the same scales and zero points
+// (bit for bit).
+
+#include "support/fixtures.h"
+
+#include "qfx/backend/backend_json.h"
+#include "qfx/backend/builtin_backends.h"
+#include "qfx/io/tensor_io.h"
+#include "qfx/io/torchscript_import.h"
+#include "qfx/ir/interpreter.h"
+#include "qfx/ir/module_registry.h"
+#include "qfx/passes/pass_manager.h"
+#include "qfx/passes/prepare_state.h"
+#include "qfx/quant/observer_base.h"
+#include "qfx/quant/qconfig_json.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace qfx::passes {
+namespace {
+
+class OraclePrepare : public ::testing::TestWithParam<std::string> {};
+
+nlohmann::json prepare_record(const std::string& name) {
+  for (const nlohmann::json& record : test::fixture_json("prepare.json")) {
+    if (record["case"] == name) return record;
+  }
+  ADD_FAILURE() << "no case " << name << " in prepare.json";
+  return {};
+}
+
+std::shared_ptr<backend::BackendConfig> backend_named(const std::string& name) {
+  if (name == "my_backend") {
+    return std::make_shared<backend::BackendConfig>(
+        backend::load_backend_config(test::source_file("examples/backends/my_backend.json")));
+  }
+  return std::make_shared<backend::BackendConfig>(backend::get_backend_config(name));
+}
+
+std::vector<std::string> node_rows(const ir::Graph& g) {
+  std::vector<std::string> rows;
+  for (const ir::Node* n : g.nodes()) rows.push_back(n->name() + " " + ir::opcode_name(n->op()) + " " + n->target());
+  return rows;
+}
+
+std::vector<std::string> node_rows(const nlohmann::json& record) {
+  std::vector<std::string> rows;
+  for (const auto& n : record["nodes"]) {
+    rows.push_back(n["name"].get<std::string>() + " " + n["op"].get<std::string>() + " " + n["target"].get<std::string>());
+  }
+  return rows;
+}
+
+std::string exact(double value) {
+  char text[40];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  return text;
+}
+
+/// Observer path -> "Type group scale... zero_point..." as the fixture describes it.
+std::map<std::string, std::string> observer_rows(const ir::GraphModule& gm) {
+  std::map<std::string, std::string> rows;
+  std::map<const torch::nn::Module*, std::string> groups;
+  for (const ir::Node* n : gm.graph().nodes()) {
+    if (n->op() != ir::Opcode::kCallModule) continue;
+    auto obs = std::dynamic_pointer_cast<quant::ActivationPostProcess>(gm.get_submodule(n->target()));
+    if (!obs) continue;
+    std::string type = ir::module_type_name(*obs);
+    std::string row = type.substr(type.rfind('.') + 1) + " " + groups.emplace(obs.get(), n->target()).first->second;
+    if (type.find("PlaceholderObserver") == std::string::npos) {
+      quant::QParams q = obs->calculate_qparams();
+      for (const at::Tensor& t : {q.scale, q.zero_point}) {
+        at::Tensor flat = t.to(at::kDouble).reshape(-1).contiguous();
+        for (int64_t i = 0; i < flat.numel(); ++i) row += " " + exact(flat.data_ptr<double>()[i]);
+      }
+    }
+    rows[n->target()] = row;
+  }
+  return rows;
+}
+
+std::map<std::string, std::string> observer_rows(const nlohmann::json& record) {
+  std::map<std::string, std::string> rows;
+  for (const auto& [name, obs] : record["observers"].items()) {
+    std::string row = obs["type"].get<std::string>() + " " + obs["group"].get<std::string>();
+    for (const char* key : {"scale", "zero_point"}) {
+      if (!obs.contains(key)) continue;
+      for (const auto& hex : obs[key]) row += " " + exact(test::from_hex(hex));
+    }
+    rows[name] = row;
+  }
+  return rows;
+}
+
+TEST_P(OraclePrepare, MatchesPyTorch) {
+  nlohmann::json record = prepare_record(GetParam());
+  auto gm = io::import_torchscript(test::fixture(record["model"]));
+  PassOptions options;
+  options.backend_config = backend_named(record["backend"]);
+  options.qconfig_mapping =
+      std::make_shared<quant::QConfigMapping>(quant::qconfig_mapping_from_json(record["qconfig_mapping"]));
+  PassManager().add("fuse").add("insert-observers").run(*gm, options);
+  EXPECT_EQ(node_rows(gm->graph()), node_rows(record));
+
+  std::vector<std::string> observed;
+  for (const ir::Node* n : gm->graph().nodes()) {
+    if (node_is_observed(*n)) observed.push_back(n->name());
+  }
+  std::sort(observed.begin(), observed.end());
+  EXPECT_EQ(observed, record["observed_node_names"].get<std::vector<std::string>>());
+
+  torch::NoGradGuard no_grad;
+  c10::IValue input = io::load_value(test::fixture(record["input"]));
+  ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
+  EXPECT_EQ(observer_rows(*gm), observer_rows(record));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, OraclePrepare,
+                         ::testing::Values("linear_relu", "tutorial_no_bn", "tutorial_bn", "tutorial_default_mapping",
+                                           "fusion_zoo", "functional_zoo", "module_zoo", "resnet18",
+                                           "resnet18_qnnpack", "mobilenet_v2", "mobilenet_v3_large",
+                                           "dynamic_linears", "float16_linears"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace qfx::passes
