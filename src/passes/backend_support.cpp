@@ -16,7 +16,13 @@ namespace {
 using backend::DTypeConfig;
 using backend::DTypeWithConstraints;
 
-std::string name_of(const TargetDtype& dtype) { return dtype ? ir::dtype_name(*dtype) : "None"; }
+/// A dtype as PyTorch writes it; the stand-ins as the Python types they stand for.
+std::string name_of(const TargetDtype& dtype) {
+  if (!dtype) return "None";
+  if (*dtype == c10::kLong) return "int";
+  if (*dtype == c10::kDouble) return "float";
+  return ir::dtype_name(*dtype);
+}
 
 /// The observer inside a fake-quantize module (PyTorch's
 /// _get_observer_from_activation_post_process).

@@ -79,4 +79,12 @@ WarningCapture::~WarningCapture() { c10::Warning::set_warning_handler(handler_->
 
 const std::vector<std::string>& WarningCapture::messages() const { return handler_->messages; }
 
+std::string first_difference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    std::string x = i < a.size() ? a[i] : "(end)", y = i < b.size() ? b[i] : "(end)";
+    if (x != y) return "at " + std::to_string(i) + ": " + x + " vs " + y;
+  }
+  return "";
+}
+
 }  // namespace qfx::test
