@@ -98,6 +98,12 @@ FusedModuleImpl::FusedModuleImpl(FusedKind kind, std::vector<ModulePtr> modules,
   }
 }
 
+void FusedModuleImpl::set_module(size_t index, ModulePtr module) {
+  TORCH_CHECK(index < modules_.size() && module, "set_module: no module ", index);
+  std::string name = fused_kind_info(kind_).adds_second_input && index == 1 ? "relu" : std::to_string(index);
+  modules_[index] = replace_module(name, std::move(module));
+}
+
 c10::IValue FusedModuleImpl::forward(std::vector<c10::IValue>& inputs) {
   const FusedKindInfo& info = fused_kind_info(kind_);
   size_t arity = info.adds_second_input ? 2 : 1;

@@ -20,6 +20,8 @@ const std::vector<PassInfo>& pass_registry() {
       {"fuse", "fuse the BackendConfig's fusion patterns into fused modules (fuse_fx)", &fuse},
       {"insert-observers", "insert observers where the QConfigMapping and the BackendConfig allow (prepare_fx)",
        &insert_observers},
+      {"convert-to-reference", "observers to quantize/dequantize, weighted modules to reference modules",
+       &convert_to_reference},
       {"dce", "remove nodes whose values are not used", &dce},
   };
   return passes;

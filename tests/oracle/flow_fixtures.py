@@ -12,7 +12,8 @@ prepare.json: for each case, the model, backend and QConfigMapping (qfx JSON),
 and what PyTorch's prepare_fx made: nodes (name, op, target), the class of
 each observer module and which observer nodes share one module, the
 observed node names, and each observer's scale and zero point after one
-forward of the model's input. HistogramObserver runs with upstream's histc
+forward of the model's input; then what convert_to_reference_fx made of it
+(nodes, code, module tree) and its output (CASE.reference_output.pt). HistogramObserver runs with upstream's histc
 range fix (docs/divergences.md), as in quant_fixtures.py.
 """
 import copy
@@ -30,7 +31,7 @@ from torch.ao.quantization import (QConfig, QConfigMapping, default_dynamic_qcon
 from torch.ao.quantization import observer as ob
 from torch.ao.quantization.backend_config import get_qnnpack_backend_config
 from torch.ao.quantization.fx.fuse import fuse
-from torch.ao.quantization.quantize_fx import prepare_fx
+from torch.ao.quantization.quantize_fx import convert_to_reference_fx, prepare_fx
 
 import backend_fixtures
 import model_fixtures
@@ -245,6 +246,10 @@ def write_prepare():
                   'observed_node_names': sorted(prepared._observed_node_names),
                   'observers': observer_records(prepared)}
         record.update(graph_json(prepared))
+        reference = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=backends[backend])
+        record['reference'] = graph_json(reference)
+        torch.save(reference(*inputs), os.path.join(OUT, f'{case}.reference_output.pt'))
+        record['reference']['output'] = f'{case}.reference_output.pt'
         cases.append(record)
     with open(os.path.join(OUT, 'prepare.json'), 'w') as f:
         json.dump(cases, f, indent=1)

@@ -1,7 +1,8 @@
 // fuse + insert-observers against PyTorch 1.13's prepare_fx: the same nodes
 // and code, the same observer classes shared the same way, the same
 // observed nodes, and after one forward the same scales and zero points
-// (bit for bit).
+// (bit for bit); then convert-to-reference against convert_to_reference_fx:
+// the same nodes, code and module tree, and the same outputs.
 
 #include "support/fixtures.h"
 
@@ -124,6 +125,22 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   c10::IValue input = io::load_value(test::fixture(record["input"]));
   ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
   EXPECT_EQ(observer_rows(*gm), observer_rows(record));
+
+  // convert_to_reference_fx
+  const nlohmann::json& reference = record["reference"];
+  PassManager().add("convert-to-reference").run(*gm, options);
+  std::vector<std::string> ref_ours = node_rows(gm->graph()), ref_theirs = node_rows(reference);
+  if (GetParam() != "functional_zoo") EXPECT_EQ(ref_ours, ref_theirs) << test::first_difference(ref_ours, ref_theirs);
+  // torchvision's forward() carries type annotations a trace does not keep
+  bool annotated = GetParam().rfind("resnet", 0) == 0 || GetParam().rfind("mobilenet", 0) == 0;
+  if (GetParam() != "functional_zoo" && !annotated) EXPECT_EQ(gm->code(), reference["code"].get<std::string>());
+  if (GetParam() != "mobilenet_v3_large") {  // AdaptiveAvgPool2d(1) prints as given in Python
+    std::string tree = gm->to_string();
+    EXPECT_EQ(tree.substr(0, tree.size() - gm->code().size() - 1), reference["module_tree"].get<std::string>());
+  }
+  c10::IValue expected = io::load_value(test::fixture(reference["output"]));
+  c10::IValue ours_out = ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
+  EXPECT_LE(test::max_relative_error(ours_out, expected), 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, OraclePrepare,

@@ -51,6 +51,9 @@ class FusedModuleImpl : public torch::nn::Module {
   /// The fused modules in order (Conv2d, ReLU for ConvReLU2d).
   const std::vector<ModulePtr>& modules() const { return modules_; }
   const ModulePtr& module(size_t index) const { return modules_.at(index); }
+  /// Replaces module `index` (convert puts a reference module in place of
+  /// the float one, as Python's `fused[0] = ref`); no type check.
+  void set_module(size_t index, ModulePtr module);
   /// For ConvAdd2d / ConvAddReLU2d: the add op (`torch.add` or `operator.add`).
   const std::string& add_op() const { return add_op_; }
   /// Runs the modules in order; ConvAdd* add `inputs[1]` to the conv's output.

@@ -66,6 +66,11 @@ bool fuse(ir::GraphModule& gm, const PassOptions& options);
 /// whether it was observed in its meta (prepare_state.h).
 bool insert_observers(ir::GraphModule& gm, const PassOptions& options);
 
+/// `convert-to-reference`: observers become quantize/dequantize nodes with
+/// their qparams as attributes, observed weighted modules become reference
+/// modules (PyTorch's convert_fx(is_reference=True) / convert_to_reference_fx).
+bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options);
+
 /// `dce`: removes nodes whose values nobody uses and that have no side effects.
 bool dce(ir::GraphModule& gm, const PassOptions& options);
 

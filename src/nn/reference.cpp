@@ -1,0 +1,166 @@
+// Reference quantized modules: the float op with a quantize-dequantized
+// weight, on the same ATen kernels as the float module.
+
+#include "qfx/nn/reference.h"
+
+#include "module_kinds.h"
+
+#include "qfx/quant/qtypes.h"
+
+#include <ATen/ATen.h>
+#include <utility>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+
+namespace qfx::nn {
+namespace {
+
+/// PyTorch's reference class for each float module type.
+const std::pair<const char*, const char*> kReferenceTypes[] = {
+    {"torch.nn.Linear", "torch.ao.nn.quantized.reference.Linear"},
+    {"torch.nn.Conv1d", "torch.ao.nn.quantized.reference.Conv1d"},
+    {"torch.nn.Conv2d", "torch.ao.nn.quantized.reference.Conv2d"},
+    {"torch.nn.Conv3d", "torch.ao.nn.quantized.reference.Conv3d"},
+    {"torch.nn.ConvTranspose1d", "torch.ao.nn.quantized.reference.ConvTranspose1d"},
+    {"torch.nn.ConvTranspose2d", "torch.ao.nn.quantized.reference.ConvTranspose2d"},
+    {"torch.nn.ConvTranspose3d", "torch.ao.nn.quantized.reference.ConvTranspose3d"},
+};
+
+std::vector<int64_t> zeros(size_t n) { return std::vector<int64_t>(n, 0); }
+
+template <size_t D>
+at::Tensor conv(const torch::nn::detail::ConvNdOptions<D>& o, const at::Tensor& x, const at::Tensor& w,
+                const at::Tensor& b, bool transposed) {
+  const auto* padding = c10::get_if<torch::ExpandingArray<D>>(&o.padding());
+  if (!transposed && !c10::get_if<torch::enumtype::kZeros>(&o.padding_mode())) {
+    TORCH_CHECK(padding != nullptr, "reference conv: padding_mode needs numeric padding");
+    std::vector<int64_t> pad;
+    for (size_t i = D; i-- > 0;) pad.insert(pad.end(), {(**padding)[i], (**padding)[i]});
+    std::string mode = torch::enumtype::get_enum_name(o.padding_mode());
+    at::Tensor padded = at::pad(x, pad, ir::snake_case(mode.substr(1)));
+    return at::convolution(padded, w, b, *o.stride(), zeros(D), *o.dilation(), false, zeros(D), o.groups());
+  }
+  if (padding != nullptr) {
+    return at::convolution(x, w, b, *o.stride(), **padding, *o.dilation(), transposed, *o.output_padding(),
+                           o.groups());
+  }
+  c10::string_view mode = c10::get_if<torch::enumtype::kSame>(&o.padding()) ? "same" : "valid";
+  if (D == 1) return at::conv1d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
+  if (D == 2) return at::conv2d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
+  return at::conv3d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
+}
+
+/// The float op of `m` with weight `w`.
+at::Tensor float_forward(const torch::nn::Module& m, const at::Tensor& x, const at::Tensor& w) {
+  using namespace torch::nn;
+  if (auto* l = dynamic_cast<const LinearImpl*>(&m)) return at::linear(x, w, l->bias);
+  if (auto* c = dynamic_cast<const Conv1dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
+  if (auto* c = dynamic_cast<const Conv2dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
+  if (auto* c = dynamic_cast<const Conv3dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
+  if (auto* c = dynamic_cast<const ConvTranspose1dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
+  if (auto* c = dynamic_cast<const ConvTranspose2dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
+  if (auto* c = dynamic_cast<const ConvTranspose3dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
+  TORCH_CHECK(false, "no reference quantized module for ", ir::module_type_name(m));
+}
+
+std::string display_name(const std::string& type_name) {
+  return "Quantized" + type_name.substr(type_name.rfind('.') + 1) + "(Reference)";
+}
+
+/// One C++ type per reference class, so the registry can tell them apart.
+template <size_t Index>
+class TypedReference final : public ReferenceModuleImpl {
+ public:
+  using ReferenceModuleImpl::ReferenceModuleImpl;
+};
+
+using ReferenceFactory = std::shared_ptr<ReferenceModuleImpl> (*)(std::shared_ptr<torch::nn::Module>,
+                                                                   const WeightQParams&);
+
+template <size_t Index>
+std::shared_ptr<ReferenceModuleImpl> make_typed(std::shared_ptr<torch::nn::Module> m, const WeightQParams& q) {
+  return std::make_shared<TypedReference<Index>>(std::move(m), q);
+}
+
+template <size_t... I>
+std::vector<ReferenceFactory> factories(std::index_sequence<I...>) {
+  return {&make_typed<I>...};
+}
+
+const std::vector<ReferenceFactory>& reference_factories() {
+  static const std::vector<ReferenceFactory> all = factories(std::make_index_sequence<std::size(kReferenceTypes)>());
+  return all;
+}
+
+template <size_t... I>
+void register_kinds(std::index_sequence<I...>) {
+  auto extra_repr = [](const torch::nn::Module& m) {
+    const auto& ref = detail::as<ReferenceModuleImpl>(m);
+    const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*ref.float_module());
+    return kind && kind->extra_repr ? kind->extra_repr(*ref.float_module()) : std::string();
+  };
+  (ir::ModuleRegistry::instance().add({kReferenceTypes[I].second, typeid(TypedReference<I>),
+                                       detail::unary_forward<ReferenceModuleImpl>(), extra_repr,
+                                       display_name(kReferenceTypes[I].second)}),
+   ...);
+}
+
+const bool kRegistered = [] {
+  register_kinds(std::make_index_sequence<std::size(kReferenceTypes)>());
+  return true;
+}();
+
+}  // namespace
+
+WeightQParams weight_qparams_of(quant::ActivationPostProcess& observer) {
+  WeightQParams q;
+  q.dtype = observer.dtype();
+  c10::QScheme scheme = observer.qscheme();
+  q.qscheme = quant::is_per_tensor(scheme) ? c10::kPerTensorAffine
+              : scheme == c10::kPerChannelSymmetric ? c10::kPerChannelAffine
+                                                    : scheme;
+  if (quant::is_per_channel(scheme)) q.axis = observer.ch_axis();
+  quant::QParams qparams = observer.calculate_qparams();
+  q.scale = qparams.scale.clone();
+  q.zero_point = qparams.zero_point.clone();
+  return q;
+}
+
+at::Tensor quantize_dequantize_weight(const at::Tensor& weight, const WeightQParams& q) {
+  if (q.dtype == c10::kHalf) return weight.to(c10::kHalf).dequantize();
+  if (q.qscheme == c10::kPerTensorAffine) {
+    return at::quantize_per_tensor(weight, q.scale, q.zero_point, q.dtype).dequantize();
+  }
+  return at::quantize_per_channel(weight, q.scale, q.zero_point, q.axis, q.dtype).dequantize();
+}
+
+ReferenceModuleImpl::ReferenceModuleImpl(std::shared_ptr<torch::nn::Module> float_module, WeightQParams qparams)
+    : float_(std::move(float_module)), qparams_(std::move(qparams)) {
+  std::string float_type = ir::module_type_name(*float_);
+  for (const auto& [from, to] : kReferenceTypes) {
+    if (float_type == from) type_name_ = to;
+  }
+  TORCH_CHECK(!type_name_.empty(), "no reference quantized module for ", float_type);
+  for (const auto& p : float_->named_parameters(/*recurse=*/false)) register_parameter(p.key(), p.value());
+  register_buffer("weight_scale", qparams_.scale);
+  register_buffer("weight_zero_point", qparams_.zero_point);
+  register_buffer("weight_axis", at::tensor(static_cast<int32_t>(qparams_.axis)));
+  train(float_->is_training());
+}
+
+at::Tensor ReferenceModuleImpl::weight_dequantized() const {
+  return quantize_dequantize_weight(*named_parameters(false).find("weight"), qparams_);
+}
+
+at::Tensor ReferenceModuleImpl::forward(const at::Tensor& x) { return float_forward(*float_, x, weight_dequantized()); }
+
+std::shared_ptr<ReferenceModuleImpl> reference_from_float(std::shared_ptr<torch::nn::Module> float_module,
+                                                          const WeightQParams& qparams) {
+  std::string float_type = ir::module_type_name(*float_module);
+  for (size_t i = 0; i < std::size(kReferenceTypes); ++i) {
+    if (float_type == kReferenceTypes[i].first) return reference_factories()[i](std::move(float_module), qparams);
+  }
+  TORCH_CHECK(false, "no reference quantized module for ", float_type);
+}
+
+}  // namespace qfx::nn

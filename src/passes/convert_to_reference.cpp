@@ -1,0 +1,211 @@
+// convert-to-reference: PyTorch 1.13's convert with is_reference=True
+// (fx/convert.py) on a prepared graph.
+//
+//   observer on x          =>  get_attr scale, get_attr zero_point,
+//                              quantize_per_tensor(x, ...) -> dequantize
+//   (dynamic: quantize_per_tensor_dynamic; float16: x.to(torch.float16);
+//    observers whose producers and consumers all have no qconfig: removed)
+//   observed Linear/Conv   =>  reference module with the weight observer's qparams
+//
+// Then dead code goes and the module tree is rebuilt without observers.
+
+#include "qfx/ir/graph_module.h"
+#include "qfx/ir/module_registry.h"
+#include "qfx/nn/intrinsic.h"
+#include "qfx/nn/reference.h"
+#include "qfx/passes/pass.h"
+#include "qfx/passes/prepare_state.h"
+#include "qfx/quant/simple_observers.h"
+#include "quant_matches.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
+namespace qfx::passes {
+namespace {
+
+using quant::ActivationPostProcess;
+
+std::shared_ptr<ActivationPostProcess> observer_at(const ir::GraphModule& gm, const ir::Node& node) {
+  return std::dynamic_pointer_cast<ActivationPostProcess>(gm.get_submodule(node.target()));
+}
+
+bool has_none_qconfig(const ir::Argument& arg) {
+  return arg.is_node() && arg.to_node()->meta().count(kQConfigMeta) > 0 && !node_qconfig(*arg.to_node());
+}
+
+std::string scope_of(const ir::Node* node) {
+  if (node == nullptr) return "";
+  auto it = node->meta().find(ir::kScopeMeta);
+  return it == node->meta().end() ? "" : std::any_cast<const ir::NodeScope&>(it->second).module_path;
+}
+
+/// PyTorch's get_module_path_and_prefix: where the qparams attributes are
+/// named from (`linear_input_scale_0` for the input of linear).
+std::string attr_prefix(const ir::Node& observer) {
+  const ir::Node* observed = observer.args().at(0).to_node();
+  bool input_only = observed->meta().count(kQConfigMeta) > 0 && !node_qconfig(*observed);
+  if (!input_only) return scope_of(observed);
+  const ir::Node* user = observer.users().empty() ? nullptr : observer.users()[0];
+  for (const ir::Node* n : observer.users()) {
+    if (n->op() == ir::Opcode::kCallFunction && pattern::canonical_op_name(n->target()) == "torch.nn.functional.linear") {
+      user = n;
+      break;
+    }
+  }
+  return scope_of(user) + "_input";
+}
+
+/// A get_attr of a new root buffer named `prefix` + the first free index.
+ir::Node* add_qparam(ir::GraphModule& gm, std::string prefix, const at::Tensor& value) {
+  for (char& c : prefix) {
+    if (c == '.') c = '_';
+  }
+  std::string name;
+  for (int64_t i = 0;; ++i) {
+    name = prefix + std::to_string(i);
+    if (gm.find_submodule(name) == nullptr && !gm.has_attr(name)) break;
+  }
+  gm.set_attr(name, value.clone());
+  return gm.graph().get_attr(name);
+}
+
+bool is_placeholder_observer(const ActivationPostProcess& obs) {
+  return dynamic_cast<const quant::PlaceholderObserverImpl*>(&obs) != nullptr;
+}
+
+/// The quantize node an observer becomes, inserted before it; null when the
+/// observer has no quantized form.
+ir::Node* quantize_node(ir::GraphModule& gm, ir::Node& observer, ActivationPostProcess& obs) {
+  ir::Argument input = observer.args().at(0);
+  c10::ScalarType dtype = obs.dtype();
+  bool static_int8 = (dtype == c10::kQUInt8 || dtype == c10::kQInt8) && !is_placeholder_observer(obs);
+  if (static_int8) {
+    std::string prefix = attr_prefix(observer);
+    quant::QParams q = obs.calculate_qparams();
+    if (quant::is_per_channel(obs.qscheme())) {
+      ir::Node* scale = add_qparam(gm, prefix + "_scale_", q.scale);
+      ir::Node* zero_point = add_qparam(gm, prefix + "_zero_point_", q.zero_point);
+      return gm.graph().call_function("torch.quantize_per_channel",
+                                      {input, scale, zero_point, obs.ch_axis(), ir::Argument(dtype)});
+    }
+    ir::Node* scale = add_qparam(gm, prefix + "_scale_", at::scalar_tensor(q.scale.item<float>(), at::kFloat));
+    ir::Node* zero_point =
+        add_qparam(gm, prefix + "_zero_point_", at::scalar_tensor(q.zero_point.item<int64_t>(), at::kLong));
+    return gm.graph().call_function("torch.quantize_per_tensor", {input, scale, zero_point, ir::Argument(dtype)});
+  }
+  c10::optional<c10::ScalarType> compute = obs.compute_dtype();
+  if (compute && (*compute == c10::kQUInt8 || *compute == c10::kQInt8 || *compute == c10::kHalf)) {
+    at::QEngine engine = at::globalContext().qEngine();
+    bool reduce_range = engine == at::QEngine::FBGEMM || engine == at::QEngine::X86;
+    return gm.graph().call_function("torch.quantize_per_tensor_dynamic", {input, ir::Argument(*compute), reduce_range});
+  }
+  if (dtype == c10::kHalf) return gm.graph().call_method("to", {input, ir::Argument(c10::kHalf)});
+  return nullptr;
+}
+
+void convert_observer(ir::GraphModule& gm, ir::Node& observer) {
+  std::shared_ptr<ActivationPostProcess> obs = observer_at(gm, observer);
+  bool all_float = has_none_qconfig(observer.args().at(0));
+  for (const ir::Node* user : observer.users()) all_float = all_float && has_none_qconfig(ir::Argument(const_cast<ir::Node*>(user)));
+  ir::Node* replacement = observer.args().at(0).to_node();
+  if (!all_float) {
+    auto guard = gm.graph().inserting_before(&observer);
+    if (ir::Node* quantized = quantize_node(gm, observer, *obs)) {
+      replacement = gm.graph().call_method("dequantize", {quantized});
+    }
+  }
+  observer.replace_all_uses_with(replacement);
+  gm.graph().erase_node(&observer);
+}
+
+bool weight_is_quantized(const quant::QConfig& qconfig) {
+  c10::ScalarType w = quant::qconfig_dtypes(qconfig).weight;
+  return w == c10::kQUInt8 || w == c10::kQInt8 || w == c10::kHalf || w == c10::kQUInt4x2;
+}
+
+/// PyTorch's is_qconfig_supported_by_dtype_configs for the module's own pattern.
+bool supported_by_dtype_configs(const quant::QConfig& qconfig, const std::vector<backend::DTypeConfig>& configs) {
+  quant::QConfigDtypes q = quant::qconfig_dtypes(qconfig);
+  for (const backend::DTypeConfig& c : configs) {
+    bool dynamic = c.is_dynamic.value_or(false);
+    c10::ScalarType input = c.input_dtype.dtype.value_or(c10::kFloat);
+    c10::ScalarType weight = c.weight_dtype.dtype.value_or(c10::kFloat);
+    c10::ScalarType output = c.output_dtype.dtype.value_or(c10::kFloat);
+    c10::ScalarType bias = c.bias_dtype.value_or(c10::kFloat);
+    c10::ScalarType qbias = q.activation == c10::kHalf && q.weight == c10::kHalf && !dynamic ? c10::kHalf : c10::kFloat;
+    bool match = dynamic ? q.compute && input == *q.compute && output == c10::kFloat && weight == q.weight
+                         : input == q.activation && output == q.activation && weight == q.weight && bias == qbias;
+    if (match) return true;
+  }
+  return false;
+}
+
+const backend::BackendPatternConfig* module_config(const backend::BackendConfig& backend, const std::string& type) {
+  for (const backend::BackendPatternConfig& config : backend.configs()) {
+    const auto& elements = config.pattern().elements();
+    if (elements.size() == 1 && elements[0].op.kind == pattern::OpKind::kModule && elements[0].op.name == type) {
+      return &config;
+    }
+  }
+  return nullptr;
+}
+
+void convert_weighted_module(ir::GraphModule& gm, const ir::Node& node, const backend::BackendConfig& backend) {
+  quant::QConfigAny qconfig = node_qconfig(node);
+  if (!qconfig || !node_is_observed(node) || !weight_is_quantized(*qconfig)) return;
+  std::shared_ptr<torch::nn::Module> module = gm.get_submodule(node.target());
+  const backend::BackendPatternConfig* config = module_config(backend, ir::module_type_name(*module));
+  if (!config || !supported_by_dtype_configs(*qconfig, config->dtype_configs())) return;
+  auto fused = std::dynamic_pointer_cast<nn::FusedModuleImpl>(module);
+  std::shared_ptr<torch::nn::Module> float_module = fused ? fused->module(0) : module;
+  std::shared_ptr<ActivationPostProcess> weight_observer = qconfig->weight.make();
+  weight_observer->forward(*float_module->named_parameters(false).find("weight"));
+  auto reference = nn::reference_from_float(float_module, nn::weight_qparams_of(*weight_observer));
+  if (fused) {
+    fused->set_module(0, reference);
+  } else {
+    gm.add_submodule(node.target(), reference);
+  }
+}
+
+/// Module types convert swaps for reference modules: root modules, and fused
+/// modules whose first part is one.
+bool is_weighted_module(const backend::BackendConfig& backend, const torch::nn::Module& module) {
+  auto* fused = dynamic_cast<const nn::FusedModuleImpl*>(&module);
+  std::string type = ir::module_type_name(fused ? *fused->module(0) : module);
+  for (const backend::BackendPatternConfig& config : backend.configs()) {
+    if (config.root_module() == type && !config.reference_quantized_module().empty()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
+  const backend::BackendConfig& backend = options.backend();
+  int64_t placeholders = 0;
+  for (ir::Node* node : gm.graph().node_list()) {
+    if (node->op() == ir::Opcode::kPlaceholder) {
+      const auto& quantized = options.input_quantized_indexes;
+      if (std::find(quantized.begin(), quantized.end(), placeholders++) == quantized.end()) continue;
+      auto guard = gm.graph().inserting_after(node);
+      ir::Node* dequantize = gm.graph().call_method("dequantize", {node});
+      for (ir::Node* user : std::vector<ir::Node*>(node->users())) {
+        if (user != dequantize) user->replace_input_with(node, dequantize);
+      }
+    } else if (node->op() == ir::Opcode::kCallModule) {
+      if (detail::is_observer_node(*node, gm)) {
+        convert_observer(gm, *node);
+      } else if (is_weighted_module(backend, *gm.get_submodule(node->target()))) {
+        convert_weighted_module(gm, *node, backend);
+      }
+    }
+  }
+  gm.graph().eliminate_dead_code();
+  gm.rebuild_module_tree();
+  gm.set_class_name("GraphModule");
+  return true;
+}
+
+}  // namespace qfx::passes
