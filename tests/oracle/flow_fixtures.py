@@ -224,8 +224,24 @@ def observer_records(prepared):
     return records
 
 
+def patch_reference_conv_padding():
+    """1.13's reference Conv1d/2d/3d drop padding_mode (reflect padding
+    becomes zeros); pad first, as the float and the quantized convs do
+    (docs/divergences.md)."""
+    import torch.ao.nn.quantized.reference as nnqr
+    for cls, conv in ((nnqr.Conv1d, F.conv1d), (nnqr.Conv2d, F.conv2d), (nnqr.Conv3d, F.conv3d)):
+        def forward(self, x, conv=conv):
+            weight = self.get_weight()
+            if self.padding_mode == 'zeros':
+                return conv(x, weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+            x = F.pad(x, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return conv(x, weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        cls.forward = forward
+
+
 def write_prepare():
     ob.HistogramObserver.forward = quant_fixtures.FixedHistogramObserver.forward
+    patch_reference_conv_padding()
     backends = {'native': get_native_backend_config(), 'qnnpack': get_qnnpack_backend_config(),
                 'my_backend': backend_fixtures.tutorial_backend_config()}
     python_models = {'dynamic_linears': lambda: DynamicLinears().eval()}
