@@ -172,6 +172,28 @@ grep -qF '| `torch.nn.Conv2d -> torch.nn.ReLU` |  |  |  |  | own observer | `tor
 diff -q "$work/backends.md" "$source_dir/docs/backends.md" >/dev/null \
   || fail "docs/backends.md is stale: run qfx backend-config docs -o docs/backends.md"
 
+# --- qfx opt ------------------------------------------------------------------
+"$qfx" opt "$fixtures/linear_relu.pt" --passes fuse,insert-observers,convert-to-reference --code \
+  --qconfig default:fbgemm >"$work/opt.txt" 2>"$work/opt_err.txt" || fail "opt exited $?"
+"$python" - "$work/opt.txt" "$fixtures/prepare.json" <<'PY' || fail "opt's reference code differs from convert_to_reference_fx"
+import json, sys
+ours = open(sys.argv[1]).read()
+case = next(c for c in json.load(open(sys.argv[2])) if c['case'] == 'linear_relu')
+assert ours.endswith(case['reference']['code'] + '\n'), ours
+PY
+grep -q "qfx: warning: .*no data" "$work/opt_err.txt" || fail "opt without calibration does not warn about unobserved observers"
+"$qfx" opt "$fixtures/tutorial_no_bn.pt" --passes fuse,insert-observers --print-after-all \
+  --backend "$source_dir/examples/backends/my_backend.json" --qconfig default:fbgemm >"$work/opt.txt" 2>"$work/opt_err.txt" \
+  || fail "opt --print-after-all exited $?"
+[ "$(grep -c '^// after ' "$work/opt.txt")" -eq 2 ] || fail "opt --print-after-all did not print after each pass"
+grep -q "call_module\[target=conv\]" "$work/opt.txt" || fail "opt did not fuse the tutorial's conv-relu"
+grep -q "qfx: warning: prepare: %linear (torch.nn.Linear) stays float: activation eps" "$work/opt_err.txt" \
+  || fail "opt does not say why the tutorial backend rejects the default qconfig: $(cat "$work/opt_err.txt")"
+expect_error 1 'unknown pass "bogus"' -- opt "$fixtures/linear_relu.pt" --passes fuse,bogus
+expect_error 1 'unknown qconfig mapping preset "nonsense"' -- opt "$fixtures/linear_relu.pt" --passes fuse --qconfig nonsense
+expect_error 1 "missing.json" -- opt "$fixtures/linear_relu.pt" --passes fuse --backend "$work/missing.json"
+expect_error 2 "passes is required|required" -- opt "$fixtures/linear_relu.pt"
+
 sed 's/"torch.qint8"/"torch.qint9"/' "$work/qnnpack.json" >"$work/bad_dtype.json"
 expect_error 1 'bad_dtype.json: configs\[0\]\.dtype_configs\[0\]\.input_dtype\.dtype: unknown dtype "torch.qint9"' \
   -- backend-config check "$work/bad_dtype.json"

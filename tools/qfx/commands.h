@@ -20,5 +20,7 @@ void add_qconfig_command(CLI::App& app, Action& action);
 void add_observe_command(CLI::App& app, Action& action);
 /// `qfx backend-config dump NAME | check FILE.json | docs [-o FILE]`
 void add_backend_config_command(CLI::App& app, Action& action);
+/// `qfx opt MODEL.pt --passes a,b,... [--print-after-all]`
+void add_opt_command(CLI::App& app, Action& action);
 
 }  // namespace qfx::cli

@@ -23,6 +23,14 @@ std::string one_line(std::string text) {
   return out;
 }
 
+/// Library warnings (TORCH_WARN) as `qfx: warning: ...` lines.
+class CliWarnings : public c10::WarningHandler {
+ public:
+  void process(const c10::SourceLocation& /*where*/, const std::string& msg, const bool /*verbatim*/) override {
+    std::cerr << "qfx: warning: " << one_line(msg) << "\n";
+  }
+};
+
 int fail(const std::string& message, int code) {
   std::cerr << "qfx: error: " << one_line(message) << "\n";
   return code;
@@ -31,6 +39,8 @@ int fail(const std::string& message, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  static CliWarnings warnings;
+  c10::Warning::set_warning_handler(&warnings);
   CLI::App app{"qfx: FX graph mode quantization for C++"};
   app.require_subcommand(1);
   qfx::cli::Action action;
@@ -39,6 +49,7 @@ int main(int argc, char** argv) {
   qfx::cli::add_qconfig_command(app, action);
   qfx::cli::add_observe_command(app, action);
   qfx::cli::add_backend_config_command(app, action);
+  qfx::cli::add_opt_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,18 @@
+#pragma once
+// Reading the CLI's --backend and --qconfig arguments: a built-in name or
+// preset, or a JSON file (docs/config-format.md).
+
+#include "qfx/backend/backend_config.h"
+#include "qfx/quant/qconfig_mapping.h"
+
+#include <string>
+
+namespace qfx::cli {
+
+/// `native`, `onednn`, ... or a BackendConfig JSON file (`*.json`).
+backend::BackendConfig backend_from_arg(const std::string& arg);
+
+/// `default:onednn`, `qat:qnnpack`, ... or a QConfigMapping JSON file (`*.json`).
+quant::QConfigMapping qconfig_mapping_from_arg(const std::string& arg);
+
+}  // namespace qfx::cli
