@@ -165,6 +165,19 @@ class DynamicLinears(nn.Module):
         return self.fc2(F.relu(self.fc1(x)))
 
 
+class SharedInput(nn.Module):
+    """The design document's example: one input read by linear1 and linear2,
+    which must share one input observer."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear1 = nn.Linear(4, 4)
+        self.linear2 = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.linear1(x) + self.linear2(x)
+
+
 def tutorial_qconfig_mapping():
     """The BackendConfig tutorial's QConfigMapping, which meets my_backend's constraints."""
     qconfig = QConfig(activation=ob.MinMaxObserver.with_args(quant_min=0, quant_max=127, eps=2 ** -12),
@@ -193,17 +206,22 @@ PREPARE_CASES = [
     ('resnet18_qnnpack', 'resnet18', 'qnnpack', lambda: get_default_qconfig_mapping('qnnpack')),
     ('mobilenet_v2', 'mobilenet_v2', 'native', lambda: get_default_qconfig_mapping('onednn')),
     ('mobilenet_v3_large', 'mobilenet_v3_large', 'qnnpack', lambda: get_default_qconfig_mapping('qnnpack')),
+    ('shared_input', 'shared_input', 'native', lambda: get_default_qconfig_mapping('onednn')),
     ('dynamic_linears', 'dynamic_linears', 'native', lambda: QConfigMapping().set_global(default_dynamic_qconfig)),
     ('float16_linears', 'dynamic_linears', 'native', lambda: QConfigMapping().set_global(float16_static_qconfig)),
 ]
 
 
-def write_dynamic_linears():
-    torch.manual_seed(0)
-    model = DynamicLinears().eval()
-    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(2))
-    torch.jit.trace(model, (x,)).save(os.path.join(OUT, 'dynamic_linears.pt'))
-    torch.save(x, os.path.join(OUT, 'dynamic_linears.input.pt'))
+SMALL_MODELS = {'dynamic_linears': (DynamicLinears, (3, 8)), 'shared_input': (SharedInput, (2, 4))}
+
+
+def write_small_models():
+    for name, (cls, shape) in SMALL_MODELS.items():
+        torch.manual_seed(0)
+        model = cls().eval()
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(2))
+        torch.jit.trace(model, (x,)).save(os.path.join(OUT, f'{name}.pt'))
+        torch.save(x, os.path.join(OUT, f'{name}.input.pt'))
 
 
 def observer_records(prepared):
@@ -244,7 +262,7 @@ def write_prepare():
     patch_reference_conv_padding()
     backends = {'native': get_native_backend_config(), 'qnnpack': get_qnnpack_backend_config(),
                 'my_backend': backend_fixtures.tutorial_backend_config()}
-    python_models = {'dynamic_linears': lambda: DynamicLinears().eval()}
+    python_models = {name: (lambda cls=cls: cls().eval()) for name, (cls, _) in SMALL_MODELS.items()}
     cases = []
     for case, model_name, backend, make_mapping in PREPARE_CASES:
         if model_name in python_models:
@@ -276,5 +294,5 @@ def write_all(out):
     OUT = out
     write_fusion_zoo()
     write_fuse()
-    write_dynamic_linears()
+    write_small_models()
     write_prepare()
