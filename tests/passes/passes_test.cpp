@@ -1,0 +1,112 @@
+// Passes in IR: the registry and PassManager, and insert-observers' rules
+// that the oracle cases do not reach (rejections with their warnings).
+
+#include "qfx/ir/graph_module.h"
+#include "qfx/ir/parser.h"
+#include "qfx/passes/pass_manager.h"
+#include "qfx/passes/prepare_state.h"
+#include "support/fixtures.h"
+
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/linear.h>
+
+#include <sstream>
+
+namespace qfx::passes {
+namespace {
+
+/// Collects TORCH_WARN messages while alive.
+class WarningCollector : public c10::WarningHandler {
+ public:
+  WarningCollector() : previous_(c10::Warning::get_warning_handler()) { c10::Warning::set_warning_handler(this); }
+  ~WarningCollector() override { c10::Warning::set_warning_handler(previous_); }
+  void process(const c10::SourceLocation&, const std::string& msg, const bool) override { messages.push_back(msg); }
+  std::vector<std::string> messages;
+
+ private:
+  c10::WarningHandler* previous_;
+};
+
+std::unique_ptr<ir::GraphModule> linear_sigmoid() {
+  auto gm = std::make_unique<ir::GraphModule>(ir::make_container_module(), ir::parse_graph(R"(graph():
+    %x : [num_users=1] = placeholder[target=x]
+    %linear : [num_users=1] = call_module[target=linear](args = (%x,), kwargs = {})
+    %sigmoid : [num_users=1] = call_module[target=sigmoid](args = (%linear,), kwargs = {})
+    return sigmoid)"));
+  gm->add_submodule("linear", torch::nn::Linear(4, 4).ptr());
+  gm->add_submodule("sigmoid", torch::nn::Sigmoid().ptr());
+  return gm;
+}
+
+PassOptions global_qconfig(const quant::QConfig& qconfig) {
+  PassOptions options;
+  options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(quant::QConfigMapping().set_global(qconfig));
+  return options;
+}
+
+TEST(PassRegistry, NamesAndErrors) {
+  EXPECT_STREQ(find_pass("fuse").name, "fuse");
+  EXPECT_NE(test::error_of([] { find_pass("fusion"); }).find("unknown pass \"fusion\" (passes: fuse, "),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] { PassManager().add_list("fuse,,dce"); }).find("empty pass name"), std::string::npos);
+  EXPECT_EQ(PassManager().add_list("fuse,insert-observers,dce").passes().size(), 3u);
+}
+
+TEST(PassManager, PrintsAfterEachPass) {
+  auto gm = linear_sigmoid();
+  std::ostringstream out;
+  PassManager().add("fuse").add("dce").print_after_all(out).run(*gm, {});
+  std::string text = out.str();
+  EXPECT_EQ(text.rfind("// after fuse\ngraph():", 0), 0u) << text;
+  EXPECT_NE(text.find("// after dce\ngraph():"), std::string::npos) << text;
+}
+
+TEST(InsertObservers, FixedQParamsOpWithoutItsObserverStaysFloatWithAWarning) {
+  auto gm = linear_sigmoid();
+  WarningCollector warnings;
+  insert_observers(*gm, global_qconfig(quant::get_default_qconfig("onednn")));
+  // linear is observed on both sides; sigmoid gets no observer of its own
+  std::vector<std::string> targets;
+  for (const ir::Node* n : gm->graph().nodes()) targets.push_back(n->target());
+  EXPECT_EQ(targets, (std::vector<std::string>{"x", "activation_post_process_0", "linear", "activation_post_process_1",
+                                                "sigmoid", "output"}));
+  EXPECT_TRUE(node_is_observed(*gm->graph().find_node("linear")));
+  EXPECT_FALSE(node_is_observed(*gm->graph().find_node("sigmoid")));
+  ASSERT_EQ(warnings.messages.size(), 1u);
+  EXPECT_NE(warnings.messages[0].find("%sigmoid (torch.nn.Sigmoid) stays float: the fixed-qparams op needs"),
+            std::string::npos)
+      << warnings.messages[0];
+}
+
+TEST(InsertObservers, NoQConfigNoObservers) {
+  auto gm = linear_sigmoid();
+  PassOptions options;
+  options.qconfig_mapping = std::make_shared<quant::QConfigMapping>();
+  EXPECT_FALSE(insert_observers(*gm, options));
+  EXPECT_EQ(gm->graph().size(), 4u);
+  EXPECT_NE(test::error_of([&] { insert_observers(*gm, PassOptions{}); }).find("needs a QConfigMapping"),
+            std::string::npos);
+}
+
+TEST(InsertObservers, MismatchedFusedQConfigsAreAnError) {
+  auto gm = std::make_unique<ir::GraphModule>(ir::make_container_module(), ir::parse_graph(R"(graph():
+    %x : [num_users=1] = placeholder[target=x]
+    %linear : [num_users=1] = call_module[target=linear](args = (%x,), kwargs = {})
+    %relu : [num_users=1] = call_module[target=relu](args = (%linear,), kwargs = {})
+    return relu)"));
+  gm->add_submodule("linear", torch::nn::Linear(4, 4).ptr());
+  gm->add_submodule("relu", torch::nn::ReLU().ptr());
+  PassOptions options;
+  options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(
+      quant::QConfigMapping().set_object_type("torch.nn.Linear", quant::get_default_qconfig("onednn")));
+  fuse(*gm, options);
+  EXPECT_NE(test::error_of([&] { insert_observers(*gm, options); })
+                .find("During fusion, we need to specify the same qconfigs for all module types in "
+                      "torch.ao.nn.intrinsic.LinearReLU offending type: torch.nn.ReLU"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace qfx::passes
