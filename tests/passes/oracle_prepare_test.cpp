@@ -12,7 +12,7 @@
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/ir/module_registry.h"
-#include "qfx/passes/pass_manager.h"
+#include "qfx/quantize.h"
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/observer_base.h"
 #include "qfx/quant/qconfig_json.h"
@@ -20,8 +20,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-namespace qfx::passes {
+namespace qfx {
 namespace {
+
+using passes::node_is_observed;
 
 class OraclePrepare : public ::testing::TestWithParam<std::string> {};
 
@@ -99,11 +101,8 @@ std::map<std::string, std::string> observer_rows(const nlohmann::json& record) {
 TEST_P(OraclePrepare, MatchesPyTorch) {
   nlohmann::json record = prepare_record(GetParam());
   auto gm = io::import_torchscript(test::fixture(record["model"]));
-  PassOptions options;
-  options.backend_config = backend_named(record["backend"]);
-  options.qconfig_mapping =
-      std::make_shared<quant::QConfigMapping>(quant::qconfig_mapping_from_json(record["qconfig_mapping"]));
-  PassManager().add("fuse").add("insert-observers").run(*gm, options);
+  std::shared_ptr<backend::BackendConfig> backend = backend_named(record["backend"]);
+  prepare_fx(*gm, quant::qconfig_mapping_from_json(record["qconfig_mapping"]), *backend);
   std::vector<std::string> ours = node_rows(gm->graph()), theirs = node_rows(record);
   if (GetParam() == "functional_zoo") {
     // A trace records torch.chunk(x) as x.chunk(), and PyTorch spells some
@@ -128,7 +127,7 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
 
   // convert_to_reference_fx
   const nlohmann::json& reference = record["reference"];
-  PassManager().add("convert-to-reference").run(*gm, options);
+  convert_to_reference_fx(*gm, *backend);
   std::vector<std::string> ref_ours = node_rows(gm->graph()), ref_theirs = node_rows(reference);
   if (GetParam() != "functional_zoo") EXPECT_EQ(ref_ours, ref_theirs) << test::first_difference(ref_ours, ref_theirs);
   // torchvision's forward() carries type annotations a trace does not keep
@@ -152,4 +151,4 @@ INSTANTIATE_TEST_SUITE_P(Cases, OraclePrepare,
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
-}  // namespace qfx::passes
+}  // namespace qfx

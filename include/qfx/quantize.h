@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// The FX graph mode quantization entry points of `quantize_fx.py`, on a
+/// GraphModule imported from TorchScript (qfx::io::import_torchscript).
+/// They rewrite the model in place.
+///
+/// \code
+///   auto gm = qfx::io::import_torchscript("resnet18.pt");
+///   qfx::prepare_fx(*gm, qfx::quant::get_default_qconfig_mapping("onednn"));
+///   qfx::ir::Interpreter calibrate(*gm);
+///   for (auto& batch : batches) calibrate.run({batch});
+///   qfx::convert_to_reference_fx(*gm);
+/// \endcode
+
+#include "qfx/backend/backend_config.h"
+#include "qfx/ir/graph_module.h"
+#include "qfx/quant/qconfig_mapping.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace qfx {
+
+/// What PyTorch's PrepareCustomConfig says about graph inputs and outputs.
+struct PrepareCustomConfig {
+  /// Graph inputs that arrive quantized (quint8), by position.
+  std::vector<int64_t> input_quantized_indexes;
+  /// `{0}` to keep the graph output quantized.
+  std::vector<int64_t> output_quantized_indexes;
+};
+
+/// `fuse_fx`: fuses the backend's fusion patterns (conv-bn-relu, linear-relu, ...).
+void fuse_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config);
+void fuse_fx(ir::GraphModule& model);  ///< with the native backend config
+
+/// `prepare_fx`: fuses, then inserts observers as `qconfig_mapping` asks and
+/// `backend_config` allows. Calibrate by running the model.
+void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_mapping,
+                const backend::BackendConfig& backend_config, const PrepareCustomConfig& prepare_custom_config = {});
+void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_mapping);  ///< native backend
+
+/// `convert_to_reference_fx`: the reference quantized model of a prepared
+/// (and calibrated) model: quantize/dequantize nodes and reference modules.
+void convert_to_reference_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
+                             const PrepareCustomConfig& prepare_custom_config = {});
+void convert_to_reference_fx(ir::GraphModule& model);  ///< native backend
+
+}  // namespace qfx
