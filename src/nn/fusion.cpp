@@ -44,22 +44,40 @@ BatchNormState batch_norm_state(const torch::nn::Module& m) {
   return s;
 }
 
-/// Builds a module without touching the global random generator (a fresh
-/// LibTorch module initializes its weights randomly; fusion must not change
-/// the random stream a caller relies on).
-template <typename Impl, typename Options>
-std::shared_ptr<Impl> make_quietly(const Options& options) {
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  at::Tensor state = gen.get_state();
-  auto m = std::make_shared<Impl>(options);
-  gen.set_state(state);
-  return m;
+/// The options of a small module of the same kind: constructing a LibTorch
+/// module draws random initial weights, which fusion throws away; for large
+/// convs that costs more than the folding itself.
+template <size_t D>
+torch::nn::ConvOptions<D> small(torch::nn::ConvOptions<D> o) {
+  return o.in_channels(o.groups()).out_channels(o.groups());
+}
+template <size_t D>
+torch::nn::ConvTransposeOptions<D> small(torch::nn::ConvTransposeOptions<D> o) {
+  return o.in_channels(o.groups()).out_channels(o.groups());
+}
+inline torch::nn::LinearOptions small(torch::nn::LinearOptions o) { return o.in_features(1).out_features(1); }
+
+/// Gives a module built from small() options its real sizes back.
+template <size_t D, typename Options>
+void restore_sizes(torch::nn::detail::ConvNdOptions<D>& o, const Options& real) {
+  o.in_channels(real.in_channels()).out_channels(real.out_channels());
+}
+inline void restore_sizes(torch::nn::LinearOptions& o, const torch::nn::LinearOptions& real) {
+  o.in_features(real.in_features()).out_features(real.out_features());
 }
 
-/// A copy of `m` built from `options` (with a bias) holding `w` and `b`.
+/// A copy of `m` built from `options` (with a bias) holding `w` and `b`: a
+/// small module of the kind, given the real options and tensors. The global
+/// random generator is left as it was (fusion must not change the random
+/// stream a caller relies on).
 template <typename Impl, typename Options>
 ModulePtr with_weights(const Impl& m, Options options, const at::Tensor& w, const at::Tensor& b) {
-  auto out = make_quietly<Impl>(options.bias(true));
+  options.bias(true);
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  at::Tensor state = gen.get_state();
+  auto out = std::make_shared<Impl>(small(options));
+  gen.set_state(state);
+  restore_sizes(out->options, options);
   at::NoGradGuard no_grad;
   out->weight.set_data(w);
   out->bias.set_data(b);
