@@ -3,6 +3,7 @@
 // in eval mode the same outputs as PyTorch's fused model.
 
 #include "support/fixtures.h"
+#include "support/graph_rows.h"
 
 #include "qfx/backend/backend_json.h"
 #include "qfx/backend/builtin_backends.h"
@@ -27,28 +28,6 @@ std::ostream& operator<<(std::ostream& os, const FuseCase& c) { return os << c.n
 
 class OracleFuse : public ::testing::TestWithParam<FuseCase> {};
 
-nlohmann::json fuse_record(const std::string& name) {
-  for (const nlohmann::json& record : test::fixture_json("fuse.json")) {
-    if (record["case"] == name) return record;
-  }
-  ADD_FAILURE() << "no case " << name << " in fuse.json";
-  return {};
-}
-
-std::vector<std::string> node_rows(const ir::Graph& g) {
-  std::vector<std::string> rows;
-  for (const ir::Node* n : g.nodes()) rows.push_back(n->name() + " " + ir::opcode_name(n->op()) + " " + n->target());
-  return rows;
-}
-
-std::vector<std::string> node_rows(const nlohmann::json& record) {
-  std::vector<std::string> rows;
-  for (const auto& n : record["nodes"]) {
-    rows.push_back(n["name"].get<std::string>() + " " + n["op"].get<std::string>() + " " + n["target"].get<std::string>());
-  }
-  return rows;
-}
-
 PassOptions options_for(const nlohmann::json& record) {
   PassOptions options;
   options.is_qat = record["is_qat"];
@@ -60,12 +39,12 @@ PassOptions options_for(const nlohmann::json& record) {
 
 TEST_P(OracleFuse, MatchesPyTorch) {
   const FuseCase& c = GetParam();
-  nlohmann::json record = fuse_record(c.name);
+  nlohmann::json record = test::fixture_case("fuse.json", c.name);
   auto gm = io::import_torchscript(test::fixture(record["model"]));
   if (record["is_qat"]) gm->root().train(true);
   EXPECT_EQ(fuse(*gm, options_for(record)), record["case"] != "tutorial_bn");
   gm->lint();
-  EXPECT_EQ(node_rows(gm->graph()), node_rows(record));
+  EXPECT_EQ(test::node_rows(gm->graph()), test::node_rows(record));
   if (c.module_tree) {
     std::string tree = gm->to_string();
     EXPECT_EQ(tree.substr(0, tree.size() - gm->code().size() - 1), record["module_tree"].get<std::string>());

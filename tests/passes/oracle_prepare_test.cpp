@@ -5,6 +5,7 @@
 // the same nodes, code and module tree, and the same outputs.
 
 #include "support/fixtures.h"
+#include "support/graph_rows.h"
 
 #include "qfx/backend/backend_json.h"
 #include "qfx/backend/builtin_backends.h"
@@ -27,34 +28,12 @@ using passes::node_is_observed;
 
 class OraclePrepare : public ::testing::TestWithParam<std::string> {};
 
-nlohmann::json prepare_record(const std::string& name) {
-  for (const nlohmann::json& record : test::fixture_json("prepare.json")) {
-    if (record["case"] == name) return record;
-  }
-  ADD_FAILURE() << "no case " << name << " in prepare.json";
-  return {};
-}
-
 std::shared_ptr<backend::BackendConfig> backend_named(const std::string& name) {
   if (name == "my_backend") {
     return std::make_shared<backend::BackendConfig>(
         backend::load_backend_config(test::source_file("examples/backends/my_backend.json")));
   }
   return std::make_shared<backend::BackendConfig>(backend::get_backend_config(name));
-}
-
-std::vector<std::string> node_rows(const ir::Graph& g) {
-  std::vector<std::string> rows;
-  for (const ir::Node* n : g.nodes()) rows.push_back(n->name() + " " + ir::opcode_name(n->op()) + " " + n->target());
-  return rows;
-}
-
-std::vector<std::string> node_rows(const nlohmann::json& record) {
-  std::vector<std::string> rows;
-  for (const auto& n : record["nodes"]) {
-    rows.push_back(n["name"].get<std::string>() + " " + n["op"].get<std::string>() + " " + n["target"].get<std::string>());
-  }
-  return rows;
 }
 
 std::string exact(double value) {
@@ -99,11 +78,11 @@ std::map<std::string, std::string> observer_rows(const nlohmann::json& record) {
 }
 
 TEST_P(OraclePrepare, MatchesPyTorch) {
-  nlohmann::json record = prepare_record(GetParam());
+  nlohmann::json record = test::fixture_case("prepare.json", GetParam());
   auto gm = io::import_torchscript(test::fixture(record["model"]));
   std::shared_ptr<backend::BackendConfig> backend = backend_named(record["backend"]);
   prepare_fx(*gm, quant::qconfig_mapping_from_json(record["qconfig_mapping"]), *backend);
-  std::vector<std::string> ours = node_rows(gm->graph()), theirs = node_rows(record);
+  std::vector<std::string> ours = test::node_rows(gm->graph()), theirs = test::node_rows(record);
   if (GetParam() == "functional_zoo") {
     // A trace records torch.chunk(x) as x.chunk(), and PyTorch spells some
     // functions by their C names (torch._C._nn.avg_pool2d): compare names.
@@ -128,7 +107,7 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   // convert_to_reference_fx
   const nlohmann::json& reference = record["reference"];
   convert_to_reference_fx(*gm, *backend);
-  std::vector<std::string> ref_ours = node_rows(gm->graph()), ref_theirs = node_rows(reference);
+  std::vector<std::string> ref_ours = test::node_rows(gm->graph()), ref_theirs = test::node_rows(reference);
   if (GetParam() != "functional_zoo") EXPECT_EQ(ref_ours, ref_theirs) << test::first_difference(ref_ours, ref_theirs);
   // torchvision's forward() carries type annotations a trace does not keep
   bool annotated = GetParam().rfind("resnet", 0) == 0 || GetParam().rfind("mobilenet", 0) == 0;

@@ -79,6 +79,13 @@ WarningCapture::~WarningCapture() { c10::Warning::set_warning_handler(handler_->
 
 const std::vector<std::string>& WarningCapture::messages() const { return handler_->messages; }
 
+nlohmann::json fixture_case(const std::string& file, const std::string& name) {
+  for (const nlohmann::json& record : fixture_json(file)) {
+    if (record["case"] == name) return record;
+  }
+  TORCH_CHECK(false, "no case ", name, " in ", file);
+}
+
 std::string first_difference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
     std::string x = i < a.size() ? a[i] : "(end)", y = i < b.size() ? b[i] : "(end)";

@@ -33,6 +33,9 @@ double max_relative_error(const c10::IValue& a, const c10::IValue& b);
 namespace qfx::test {
 
 /// The message of the c10::Error `fn` raises ("" if it raises none).
+/// The record whose "case" is `name` in the fixture list `file` (c10::Error if none).
+nlohmann::json fixture_case(const std::string& file, const std::string& name);
+
 /// "at N: A vs B" for the first position where two lists differ ("" if equal).
 std::string first_difference(const std::vector<std::string>& a, const std::vector<std::string>& b);
 
