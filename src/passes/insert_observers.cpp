@@ -21,6 +21,7 @@
 #include "qfx/nn/intrinsic.h"
 #include "qfx/passes/pass.h"
 #include "qfx/passes/prepare_state.h"
+#include "qfx/quant/qtypes.h"
 
 #include <c10/util/Exception.h>
 
@@ -77,6 +78,16 @@ std::string fixed_qparams_violation(const ir::Node& node, const ir::GraphModule&
   return "";
 }
 
+/// PyTorch's assert_valid_qconfig: ConvTranspose has no per-channel weight
+/// quantization ("" when the qconfig is valid for the node).
+std::string weight_observer_violation(const ir::Node& node, const ir::GraphModule& gm, const quant::QConfig& qconfig) {
+  if (node.op() != ir::Opcode::kCallModule) return "";
+  std::string type = ir::module_type_name(*gm.get_submodule(node.target()));
+  if (type.rfind("torch.nn.ConvTranspose", 0) != 0) return "";
+  if (!quant::is_per_channel(qconfig.weight.make()->qscheme())) return "";
+  return "per-channel weight observers are not supported for " + type.substr(type.rfind('.') + 1);
+}
+
 struct PrepareContext {
   ir::GraphModule& gm;
   const PassOptions& options;
@@ -90,6 +101,7 @@ struct PrepareContext {
 bool supported(PrepareContext& ctx, const ir::Node& node, const QuantMatch& match, const quant::QConfig& qconfig) {
   if (ctx.rejected.count(&match) > 0) return false;
   std::string why = fixed_qparams_violation(node, ctx.gm, qconfig);
+  if (why.empty()) why = weight_observer_violation(node, ctx.gm, qconfig);
   if (why.empty()) why = detail::unsupported_reason(match, qconfig, ctx.dtypes, ctx.weight_args);
   if (why.empty()) return true;
   ctx.rejected.insert(&match);

@@ -10,6 +10,7 @@
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
 #include <sstream>
@@ -78,6 +79,22 @@ TEST(InsertObservers, FixedQParamsOpWithoutItsObserverStaysFloatWithAWarning) {
   EXPECT_NE(warnings.messages[0].find("%sigmoid (torch.nn.Sigmoid) stays float: the fixed-qparams op needs"),
             std::string::npos)
       << warnings.messages[0];
+}
+
+TEST(InsertObservers, ConvTransposeWithPerChannelWeightsStaysFloat) {
+  auto gm = std::make_unique<ir::GraphModule>(ir::make_container_module(), ir::parse_graph(R"(graph():
+    %x : [num_users=1] = placeholder[target=x]
+    %tconv : [num_users=1] = call_module[target=tconv](args = (%x,), kwargs = {})
+    return tconv)"));
+  gm->add_submodule("tconv", torch::nn::ConvTranspose2d(torch::nn::ConvTranspose2dOptions(2, 2, 2)).ptr());
+  WarningCollector warnings;
+  EXPECT_FALSE(insert_observers(*gm, global_qconfig(quant::get_default_qconfig("onednn"))));
+  ASSERT_EQ(warnings.messages.size(), 1u);
+  EXPECT_NE(warnings.messages[0].find("per-channel weight observers are not supported for ConvTranspose2d"),
+            std::string::npos)
+      << warnings.messages[0];
+  // per-tensor weights (qnnpack's default qconfig) are fine
+  EXPECT_TRUE(insert_observers(*gm, global_qconfig(quant::get_default_qconfig("qnnpack"))));
 }
 
 TEST(InsertObservers, NoQConfigNoObservers) {
