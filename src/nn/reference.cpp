@@ -9,21 +9,35 @@
 
 #include <ATen/ATen.h>
 #include <utility>
+#include <torch/nn/functional/embedding.h>
 #include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
 namespace qfx::nn {
 namespace {
 
-/// PyTorch's reference class for each float module type.
-const std::pair<const char*, const char*> kReferenceTypes[] = {
-    {"torch.nn.Linear", "torch.ao.nn.quantized.reference.Linear"},
-    {"torch.nn.Conv1d", "torch.ao.nn.quantized.reference.Conv1d"},
-    {"torch.nn.Conv2d", "torch.ao.nn.quantized.reference.Conv2d"},
-    {"torch.nn.Conv3d", "torch.ao.nn.quantized.reference.Conv3d"},
-    {"torch.nn.ConvTranspose1d", "torch.ao.nn.quantized.reference.ConvTranspose1d"},
-    {"torch.nn.ConvTranspose2d", "torch.ao.nn.quantized.reference.ConvTranspose2d"},
-    {"torch.nn.ConvTranspose3d", "torch.ao.nn.quantized.reference.ConvTranspose3d"},
+/// PyTorch's reference class for each float module type, and the name it
+/// prints under (1.13's reference EmbeddingBag calls itself an Embedding).
+struct ReferenceType {
+  const char* float_type;
+  const char* reference_type;
+  const char* display_name;
+};
+
+const ReferenceType kReferenceTypes[] = {
+    {"torch.nn.Linear", "torch.ao.nn.quantized.reference.Linear", "QuantizedLinear(Reference)"},
+    {"torch.nn.Conv1d", "torch.ao.nn.quantized.reference.Conv1d", "QuantizedConv1d(Reference)"},
+    {"torch.nn.Conv2d", "torch.ao.nn.quantized.reference.Conv2d", "QuantizedConv2d(Reference)"},
+    {"torch.nn.Conv3d", "torch.ao.nn.quantized.reference.Conv3d", "QuantizedConv3d(Reference)"},
+    {"torch.nn.ConvTranspose1d", "torch.ao.nn.quantized.reference.ConvTranspose1d",
+     "QuantizedConvTranspose1d(Reference)"},
+    {"torch.nn.ConvTranspose2d", "torch.ao.nn.quantized.reference.ConvTranspose2d",
+     "QuantizedConvTranspose2d(Reference)"},
+    {"torch.nn.ConvTranspose3d", "torch.ao.nn.quantized.reference.ConvTranspose3d",
+     "QuantizedConvTranspose3d(Reference)"},
+    {"torch.nn.Embedding", "torch.ao.nn.quantized.reference.Embedding", "QuantizedEmbedding(Reference)"},
+    {"torch.nn.EmbeddingBag", "torch.ao.nn.quantized.reference.EmbeddingBag", "QuantizedEmbedding(Reference)"},
 };
 
 std::vector<int64_t> zeros(size_t n) { return std::vector<int64_t>(n, 0); }
@@ -50,9 +64,24 @@ at::Tensor conv(const torch::nn::detail::ConvNdOptions<D>& o, const at::Tensor& 
   return at::conv3d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
 }
 
-/// The float op of `m` with weight `w`.
-at::Tensor float_forward(const torch::nn::Module& m, const at::Tensor& x, const at::Tensor& w) {
+/// The float op of `m` with weight `w` (EmbeddingBag: `extra` holds offsets
+/// and per-sample weights, each possibly undefined).
+at::Tensor float_forward(const torch::nn::Module& m, const at::Tensor& x, const at::Tensor& w,
+                         const std::vector<at::Tensor>& extra) {
   using namespace torch::nn;
+  namespace F = torch::nn::functional;
+  if (auto* e = dynamic_cast<const EmbeddingImpl*>(&m)) {
+    const auto& o = e->options;
+    return F::detail::embedding(x, w, o.padding_idx(), o.max_norm(), o.norm_type(), o.scale_grad_by_freq(),
+                                o.sparse());
+  }
+  if (auto* e = dynamic_cast<const EmbeddingBagImpl*>(&m)) {
+    const auto& o = e->options;
+    at::Tensor offsets = extra.size() > 0 ? extra[0] : at::Tensor();
+    at::Tensor per_sample_weights = extra.size() > 1 ? extra[1] : at::Tensor();
+    return F::detail::embedding_bag(x, w, offsets, o.max_norm(), o.norm_type(), o.scale_grad_by_freq(), o.mode(),
+                                    o.sparse(), per_sample_weights, o.include_last_offset(), o.padding_idx());
+  }
   if (auto* l = dynamic_cast<const LinearImpl*>(&m)) return at::linear(x, w, l->bias);
   if (auto* c = dynamic_cast<const Conv1dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
   if (auto* c = dynamic_cast<const Conv2dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
@@ -61,10 +90,6 @@ at::Tensor float_forward(const torch::nn::Module& m, const at::Tensor& x, const 
   if (auto* c = dynamic_cast<const ConvTranspose2dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
   if (auto* c = dynamic_cast<const ConvTranspose3dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
   TORCH_CHECK(false, "no reference quantized module for ", ir::module_type_name(m));
-}
-
-std::string display_name(const std::string& type_name) {
-  return "Quantized" + type_name.substr(type_name.rfind('.') + 1) + "(Reference)";
 }
 
 /// One C++ type per reference class, so the registry can tell them apart.
@@ -92,6 +117,19 @@ const std::vector<ReferenceFactory>& reference_factories() {
   return all;
 }
 
+/// forward() of every reference kind: one tensor, plus EmbeddingBag's
+/// optional offsets and per-sample weights.
+c10::IValue reference_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
+  auto& ref = dynamic_cast<ReferenceModuleImpl&>(m);
+  TORCH_CHECK(!in.empty() && in.size() <= 3 && in[0].isTensor(), ref.type_name(), " takes a tensor input, got ",
+              in.size(), " input(s)");
+  std::vector<at::Tensor> extra;
+  for (size_t i = 1; i < in.size(); ++i) extra.push_back(in[i].isNone() ? at::Tensor() : in[i].toTensor());
+  TORCH_CHECK(extra.empty() || ref.type_name() == "torch.ao.nn.quantized.reference.EmbeddingBag", ref.type_name(),
+              " takes one input, got ", in.size());
+  return ref.forward(in[0].toTensor(), extra);
+}
+
 template <size_t... I>
 void register_kinds(std::index_sequence<I...>) {
   auto extra_repr = [](const torch::nn::Module& m) {
@@ -99,9 +137,8 @@ void register_kinds(std::index_sequence<I...>) {
     const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*ref.float_module());
     return kind && kind->extra_repr ? kind->extra_repr(*ref.float_module()) : std::string();
   };
-  (ir::ModuleRegistry::instance().add({kReferenceTypes[I].second, typeid(TypedReference<I>),
-                                       detail::unary_forward<ReferenceModuleImpl>(), extra_repr,
-                                       display_name(kReferenceTypes[I].second)}),
+  (ir::ModuleRegistry::instance().add({kReferenceTypes[I].reference_type, typeid(TypedReference<I>),
+                                       &reference_forward, extra_repr, kReferenceTypes[I].display_name}),
    ...);
 }
 
@@ -137,8 +174,8 @@ at::Tensor quantize_dequantize_weight(const at::Tensor& weight, const WeightQPar
 ReferenceModuleImpl::ReferenceModuleImpl(std::shared_ptr<torch::nn::Module> float_module, WeightQParams qparams)
     : float_(std::move(float_module)), qparams_(std::move(qparams)) {
   std::string float_type = ir::module_type_name(*float_);
-  for (const auto& [from, to] : kReferenceTypes) {
-    if (float_type == from) type_name_ = to;
+  for (const ReferenceType& type : kReferenceTypes) {
+    if (float_type == type.float_type) type_name_ = type.reference_type;
   }
   TORCH_CHECK(!type_name_.empty(), "no reference quantized module for ", float_type);
   for (const auto& p : float_->named_parameters(/*recurse=*/false)) register_parameter(p.key(), p.value());
@@ -152,13 +189,17 @@ at::Tensor ReferenceModuleImpl::weight_dequantized() const {
   return quantize_dequantize_weight(*named_parameters(false).find("weight"), qparams_);
 }
 
-at::Tensor ReferenceModuleImpl::forward(const at::Tensor& x) { return float_forward(*float_, x, weight_dequantized()); }
+at::Tensor ReferenceModuleImpl::forward(const at::Tensor& x, const std::vector<at::Tensor>& extra) {
+  return float_forward(*float_, x, weight_dequantized(), extra);
+}
 
 std::shared_ptr<ReferenceModuleImpl> reference_from_float(std::shared_ptr<torch::nn::Module> float_module,
                                                           const WeightQParams& qparams) {
   std::string float_type = ir::module_type_name(*float_module);
   for (size_t i = 0; i < std::size(kReferenceTypes); ++i) {
-    if (float_type == kReferenceTypes[i].first) return reference_factories()[i](std::move(float_module), qparams);
+    if (float_type == kReferenceTypes[i].float_type) {
+      return reference_factories()[i](std::move(float_module), qparams);
+    }
   }
   TORCH_CHECK(false, "no reference quantized module for ", float_type);
 }

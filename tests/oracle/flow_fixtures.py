@@ -27,6 +27,7 @@ import torch.nn.functional as F
 import torchvision
 from torch.ao.quantization.backend_config import get_native_backend_config
 from torch.ao.quantization import (QConfig, QConfigMapping, default_dynamic_qconfig, float16_static_qconfig,
+                                   float_qparams_weight_only_qconfig, float_qparams_weight_only_qconfig_4bit,
                                    get_default_qconfig, get_default_qconfig_mapping)
 from torch.ao.quantization import observer as ob
 from torch.ao.quantization.backend_config import get_qnnpack_backend_config
@@ -178,6 +179,23 @@ class SharedInput(nn.Module):
         return self.linear1(x) + self.linear2(x)
 
 
+class Embeddings(nn.Module):
+    """Weight-only quantization: an Embedding (8-bit) and an EmbeddingBag (4-bit)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(10, 4, padding_idx=1)
+        self.bag = nn.EmbeddingBag(10, 4, mode='sum')
+
+    def forward(self, tokens):
+        return self.embedding(tokens), self.bag(tokens)
+
+
+def weight_only_embeddings():
+    return (QConfigMapping().set_object_type(nn.Embedding, float_qparams_weight_only_qconfig)
+            .set_object_type(nn.EmbeddingBag, float_qparams_weight_only_qconfig_4bit))
+
+
 def tutorial_qconfig_mapping():
     """The BackendConfig tutorial's QConfigMapping, which meets my_backend's constraints."""
     qconfig = QConfig(activation=ob.MinMaxObserver.with_args(quant_min=0, quant_max=127, eps=2 ** -12),
@@ -208,18 +226,23 @@ PREPARE_CASES = [
     ('mobilenet_v3_large', 'mobilenet_v3_large', 'qnnpack', lambda: get_default_qconfig_mapping('qnnpack')),
     ('shared_input', 'shared_input', 'native', lambda: get_default_qconfig_mapping('onednn')),
     ('dynamic_linears', 'dynamic_linears', 'native', lambda: QConfigMapping().set_global(default_dynamic_qconfig)),
+    ('embeddings', 'embeddings', 'native', weight_only_embeddings),
     ('float16_linears', 'dynamic_linears', 'native', lambda: QConfigMapping().set_global(float16_static_qconfig)),
 ]
 
 
-SMALL_MODELS = {'dynamic_linears': (DynamicLinears, (3, 8)), 'shared_input': (SharedInput, (2, 4))}
+SMALL_MODELS = {
+    'dynamic_linears': (DynamicLinears, lambda g: torch.randn(3, 8, generator=g)),
+    'shared_input': (SharedInput, lambda g: torch.randn(2, 4, generator=g)),
+    'embeddings': (Embeddings, lambda g: torch.randint(0, 10, (3, 5), generator=g)),
+}
 
 
 def write_small_models():
-    for name, (cls, shape) in SMALL_MODELS.items():
+    for name, (cls, make_input) in SMALL_MODELS.items():
         torch.manual_seed(0)
         model = cls().eval()
-        x = torch.randn(*shape, generator=torch.Generator().manual_seed(2))
+        x = make_input(torch.Generator().manual_seed(2))
         torch.jit.trace(model, (x,)).save(os.path.join(OUT, f'{name}.pt'))
         torch.save(x, os.path.join(OUT, f'{name}.input.pt'))
 

@@ -126,7 +126,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, OraclePrepare,
                          ::testing::Values("linear_relu", "tutorial_no_bn", "tutorial_bn", "tutorial_default_mapping",
                                            "fusion_zoo", "functional_zoo", "module_zoo", "resnet18",
                                            "resnet18_qnnpack", "mobilenet_v2", "mobilenet_v3_large",
-                                           "shared_input", "dynamic_linears", "float16_linears"),
+                                           "shared_input", "dynamic_linears", "float16_linears",
+                                           "embeddings"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

@@ -3,7 +3,8 @@
 /// Reference quantized modules (`torch.ao.nn.quantized.reference`): the float
 /// module's computation with its weight quantized and dequantized with
 /// stored qparams, so a reference model computes what the quantized kernels
-/// approximate. Linear, Conv1d/2d/3d and ConvTranspose1d/2d/3d.
+/// approximate. Linear, Conv1d/2d/3d, ConvTranspose1d/2d/3d, Embedding and
+/// EmbeddingBag.
 ///
 /// \code
 ///   auto observer = qconfig.weight.make();
@@ -19,6 +20,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace qfx::nn {
 
@@ -38,13 +40,14 @@ WeightQParams weight_qparams_of(quant::ActivationPostProcess& observer);
 /// _quantize_and_dequantize_weight); float16 rounds through half.
 at::Tensor quantize_dequantize_weight(const at::Tensor& weight, const WeightQParams& qparams);
 
-/// A reference quantized module around a float Linear, ConvNd or
-/// ConvTransposeNd. Registers `weight`, `bias` (the float module's tensors),
+/// A reference quantized module around a float Linear, ConvNd,
+/// ConvTransposeNd, Embedding or EmbeddingBag. Registers `weight`, `bias` (the float module's tensors),
 /// and the buffers `weight_scale`, `weight_zero_point`, `weight_axis`.
 class ReferenceModuleImpl : public torch::nn::Module {
  public:
   ReferenceModuleImpl(std::shared_ptr<torch::nn::Module> float_module, WeightQParams qparams);
-  at::Tensor forward(const at::Tensor& x);
+  /// `extra`: EmbeddingBag's offsets and per-sample weights (undefined: none).
+  at::Tensor forward(const at::Tensor& x, const std::vector<at::Tensor>& extra = {});
   /// The weight as the quantized kernels see it (quantize-dequantize).
   at::Tensor weight_dequantized() const;
   const WeightQParams& qparams() const { return qparams_; }
