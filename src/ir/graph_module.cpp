@@ -20,9 +20,11 @@ class ContainerImpl : public torch::nn::Module {
  public:
   ContainerImpl() : Module("torch.nn.Module") {}
 
+  /// Adds or replaces a child; a replaced child keeps its place, as Python's
+  /// setattr does (and in O(1): unregistering is linear in LibTorch).
   void set_child(const std::string& name, std::shared_ptr<torch::nn::Module> child) {
-    if (children_.count(name) > 0) unregister_module(name);
-    children_[name] = register_module(name, std::move(child));
+    children_[name] = children_.count(name) > 0 ? replace_module(name, std::move(child))
+                                               : register_module(name, std::move(child));
   }
   void remove_child(const std::string& name) {
     unregister_module(name);
@@ -151,8 +153,11 @@ void GraphModule::add_submodule(const std::string& path, std::shared_ptr<torch::
     container->set_child(name, std::move(module));
     return;
   }
-  if (child_of(*parent, name) != nullptr) parent->unregister_module(name);
-  parent->register_module(name, std::move(module));
+  if (child_of(*parent, name) != nullptr) {
+    parent->replace_module(name, std::move(module));
+  } else {
+    parent->register_module(name, std::move(module));
+  }
 }
 
 bool GraphModule::delete_submodule(const std::string& path) {

@@ -4,6 +4,7 @@
 
 #include "qfx/ir/namespace.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace qfx::ir {
@@ -83,10 +84,18 @@ std::string Namespace::create_name(std::string_view candidate) {
   auto [base, num] = split_suffix(name);
   std::string fresh = num < 0 ? base : base + "_" + std::to_string(num);
   long long counter = num < 0 ? 0 : num;
-  while (contains(fresh) || is_python_reserved(fresh)) {
-    fresh = base + "_" + std::to_string(++counter);
+  if (contains(fresh) || is_python_reserved(fresh)) {
+    long long& dense = dense_[base];
+    counter = std::max(counter, dense);  // base_1 .. base_dense are taken
+    do {
+      fresh = base + "_" + std::to_string(++counter);
+    } while (contains(fresh) || is_python_reserved(fresh));
   }
   used_.insert(fresh);
+  auto it = dense_.find(base);
+  if (it != dense_.end()) {
+    while (contains(base + "_" + std::to_string(it->second + 1))) ++it->second;
+  }
   return fresh;
 }
 

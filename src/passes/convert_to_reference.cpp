@@ -21,6 +21,8 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
+#include <unordered_map>
+
 namespace qfx::passes {
 namespace {
 
@@ -56,19 +58,30 @@ std::string attr_prefix(const ir::Node& observer) {
   return scope_of(user) + "_input";
 }
 
-/// A get_attr of a new root buffer named `prefix` + the first free index.
-ir::Node* add_qparam(ir::GraphModule& gm, std::string prefix, const at::Tensor& value) {
-  for (char& c : prefix) {
-    if (c == '.') c = '_';
+/// New root buffers for qparams, named `prefix` + the first free index (as
+/// PyTorch's get_new_attr_name_with_prefix); remembers where each prefix's
+/// free indexes start, so a flat graph with thousands of them stays linear.
+class QParamAttrs {
+ public:
+  explicit QParamAttrs(ir::GraphModule& gm) : gm_(gm) {}
+
+  /// A get_attr node of a new buffer holding `value`.
+  ir::Node* add(std::string prefix, const at::Tensor& value) {
+    for (char& c : prefix) {
+      if (c == '.') c = '_';
+    }
+    int64_t& i = next_[prefix];
+    std::string name = prefix + std::to_string(i);
+    while (gm_.find_submodule(name) != nullptr || gm_.has_attr(name)) name = prefix + std::to_string(++i);
+    ++i;
+    gm_.set_attr(name, value.clone());
+    return gm_.graph().get_attr(name);
   }
-  std::string name;
-  for (int64_t i = 0;; ++i) {
-    name = prefix + std::to_string(i);
-    if (gm.find_submodule(name) == nullptr && !gm.has_attr(name)) break;
-  }
-  gm.set_attr(name, value.clone());
-  return gm.graph().get_attr(name);
-}
+
+ private:
+  ir::GraphModule& gm_;
+  std::unordered_map<std::string, int64_t> next_;
+};
 
 bool is_placeholder_observer(const ActivationPostProcess& obs) {
   return dynamic_cast<const quant::PlaceholderObserverImpl*>(&obs) != nullptr;
@@ -76,7 +89,7 @@ bool is_placeholder_observer(const ActivationPostProcess& obs) {
 
 /// The quantize node an observer becomes, inserted before it; null when the
 /// observer has no quantized form.
-ir::Node* quantize_node(ir::GraphModule& gm, ir::Node& observer, ActivationPostProcess& obs) {
+ir::Node* quantize_node(ir::GraphModule& gm, QParamAttrs& attrs, ir::Node& observer, ActivationPostProcess& obs) {
   ir::Argument input = observer.args().at(0);
   c10::ScalarType dtype = obs.dtype();
   bool static_int8 = (dtype == c10::kQUInt8 || dtype == c10::kQInt8) && !is_placeholder_observer(obs);
@@ -84,14 +97,14 @@ ir::Node* quantize_node(ir::GraphModule& gm, ir::Node& observer, ActivationPostP
     std::string prefix = attr_prefix(observer);
     quant::QParams q = obs.calculate_qparams();
     if (quant::is_per_channel(obs.qscheme())) {
-      ir::Node* scale = add_qparam(gm, prefix + "_scale_", q.scale);
-      ir::Node* zero_point = add_qparam(gm, prefix + "_zero_point_", q.zero_point);
+      ir::Node* scale = attrs.add(prefix + "_scale_", q.scale);
+      ir::Node* zero_point = attrs.add(prefix + "_zero_point_", q.zero_point);
       return gm.graph().call_function("torch.quantize_per_channel",
                                       {input, scale, zero_point, obs.ch_axis(), ir::Argument(dtype)});
     }
-    ir::Node* scale = add_qparam(gm, prefix + "_scale_", at::scalar_tensor(q.scale.item<float>(), at::kFloat));
+    ir::Node* scale = attrs.add(prefix + "_scale_", at::scalar_tensor(q.scale.item<float>(), at::kFloat));
     ir::Node* zero_point =
-        add_qparam(gm, prefix + "_zero_point_", at::scalar_tensor(q.zero_point.item<int64_t>(), at::kLong));
+        attrs.add(prefix + "_zero_point_", at::scalar_tensor(q.zero_point.item<int64_t>(), at::kLong));
     return gm.graph().call_function("torch.quantize_per_tensor", {input, scale, zero_point, ir::Argument(dtype)});
   }
   c10::optional<c10::ScalarType> compute = obs.compute_dtype();
@@ -104,14 +117,14 @@ ir::Node* quantize_node(ir::GraphModule& gm, ir::Node& observer, ActivationPostP
   return nullptr;
 }
 
-void convert_observer(ir::GraphModule& gm, ir::Node& observer) {
+void convert_observer(ir::GraphModule& gm, QParamAttrs& attrs, ir::Node& observer) {
   std::shared_ptr<ActivationPostProcess> obs = observer_at(gm, observer);
   bool all_float = has_none_qconfig(observer.args().at(0));
   for (const ir::Node* user : observer.users()) all_float = all_float && has_none_qconfig(ir::Argument(const_cast<ir::Node*>(user)));
   ir::Node* replacement = observer.args().at(0).to_node();
   if (!all_float) {
     auto guard = gm.graph().inserting_before(&observer);
-    if (ir::Node* quantized = quantize_node(gm, observer, *obs)) {
+    if (ir::Node* quantized = quantize_node(gm, attrs, observer, *obs)) {
       replacement = gm.graph().call_method("dequantize", {quantized});
     }
   }
@@ -184,6 +197,7 @@ bool is_weighted_module(const backend::BackendConfig& backend, const torch::nn::
 
 bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
   const backend::BackendConfig& backend = options.backend();
+  QParamAttrs attrs(gm);
   int64_t placeholders = 0;
   for (ir::Node* node : gm.graph().node_list()) {
     if (node->op() == ir::Opcode::kPlaceholder) {
@@ -196,7 +210,7 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
       }
     } else if (node->op() == ir::Opcode::kCallModule) {
       if (detail::is_observer_node(*node, gm)) {
-        convert_observer(gm, *node);
+        convert_observer(gm, attrs, *node);
       } else if (is_weighted_module(backend, *gm.get_submodule(node->target()))) {
         convert_weighted_module(gm, *node, backend);
       }

@@ -4,6 +4,7 @@
 #include "support/fixtures.h"
 
 #include "qfx/ir/graph.h"
+#include "qfx/ir/namespace.h"
 
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
@@ -166,6 +167,28 @@ TEST(Graph, NodesFromAnotherGraphAreRejected) {
   EXPECT_NE(message.find("belongs to another graph"), std::string::npos) << message;
   EXPECT_EQ(g2.size(), 0u);
   EXPECT_TRUE(x->users().empty());
+}
+
+}  // namespace
+}  // namespace qfx::ir
+
+namespace qfx::ir {
+namespace {
+
+// Suffixes continue past names reserved out of order; thousands of alike
+// names stay fast (the search resumes where the taken run ends).
+TEST(Namespace, SuffixesSkipTakenNamesInOrder) {
+  Namespace ns;
+  EXPECT_EQ(ns.create_name("add"), "add");
+  EXPECT_EQ(ns.create_name("add"), "add_1");
+  ns.reserve("add_3");
+  EXPECT_EQ(ns.create_name("add"), "add_2");
+  EXPECT_EQ(ns.create_name("add"), "add_4");
+  EXPECT_EQ(ns.create_name("add_1"), "add_5");
+  EXPECT_EQ(ns.create_name("add_9"), "add_9");
+  EXPECT_EQ(ns.create_name("add"), "add_6");
+  for (int i = 0; i < 20000; ++i) ns.create_name("quantize_per_tensor");
+  EXPECT_EQ(ns.create_name("quantize_per_tensor"), "quantize_per_tensor_20000");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace qfx::ir {
@@ -31,6 +32,9 @@ class Namespace {
 
  private:
   std::unordered_set<std::string> used_;
+  /// Per base name, k such that `base_1` ... `base_k` are all used: a search
+  /// for a free suffix starts there, so naming N nodes alike stays linear.
+  std::unordered_map<std::string, long long> dense_;
 };
 
 /// FX's `_snake_case`: `convBlock` -> `conv_block`, `ALL_CAPS` -> `all_caps`.
