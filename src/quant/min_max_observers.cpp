@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 namespace qfx::quant {
 namespace {
@@ -86,6 +87,28 @@ std::pair<at::Tensor, at::Tensor> MinMaxStatsObserver::finite_row_aminmax(const 
   return {at::amin(at::where(finite, rows, INFINITY), 1), at::amax(at::where(finite, rows, -INFINITY), 1)};
 }
 
+void MinMaxStatsObserver::observe(const at::Tensor& x, c10::optional<double> averaging_constant, int64_t ch_axis) {
+  if (x.numel() == 0) return;
+  at::Tensor lo, hi;
+  if (per_channel_) {
+    std::tie(lo, hi) = finite_row_aminmax(channel_rows(x.detach(), ch_axis));
+  } else {
+    auto range = finite_aminmax(x.detach().to(min_val.scalar_type()));
+    if (!range) return;
+    std::tie(lo, hi) = *range;
+  }
+  if (!is_uninitialized()) {  // the first batch is taken as it is, as in PyTorch
+    if (averaging_constant) {
+      lo = min_val + *averaging_constant * (lo - min_val);
+      hi = max_val + *averaging_constant * (hi - max_val);
+    } else {
+      lo = at::min(lo, min_val);
+      hi = at::max(hi, max_val);
+    }
+  }
+  store(lo, hi);
+}
+
 at::Tensor MinMaxStatsObserver::channel_rows(const at::Tensor& x, int64_t ch_axis) {
   std::vector<int64_t> order(x.dim());
   std::iota(order.begin(), order.end(), 0);
@@ -101,11 +124,7 @@ MinMaxObserverImpl::MinMaxObserverImpl(MinMaxObserverOptions options)
 }
 
 at::Tensor MinMaxObserverImpl::forward(const at::Tensor& x_orig) {
-  if (x_orig.numel() == 0) return x_orig;
-  at::Tensor x = x_orig.detach().to(min_val.scalar_type());
-  auto current = finite_aminmax(x);
-  if (!current) return x_orig;
-  store(at::min(current->first, min_val), at::max(current->second, max_val));
+  observe(x_orig, c10::nullopt);
   return x_orig;
 }
 
@@ -116,18 +135,7 @@ MovingAverageMinMaxObserverImpl::MovingAverageMinMaxObserverImpl(MovingAverageMi
 }
 
 at::Tensor MovingAverageMinMaxObserverImpl::forward(const at::Tensor& x_orig) {
-  if (x_orig.numel() == 0) return x_orig;
-  at::Tensor x = x_orig.detach().to(min_val.scalar_type());
-  auto current = finite_aminmax(x);
-  if (!current) return x_orig;
-  at::Tensor lo = current->first;
-  at::Tensor hi = current->second;
-  if (!is_uninitialized()) {
-    double c = options.averaging_constant();
-    lo = min_val + c * (lo - min_val);
-    hi = max_val + c * (hi - max_val);
-  }
-  store(lo, hi);
+  observe(x_orig, options.averaging_constant());
   return x_orig;
 }
 
@@ -138,13 +146,7 @@ PerChannelMinMaxObserverImpl::PerChannelMinMaxObserverImpl(PerChannelMinMaxObser
 }
 
 at::Tensor PerChannelMinMaxObserverImpl::forward(const at::Tensor& x_orig) {
-  if (x_orig.numel() == 0) return x_orig;
-  auto [lo, hi] = finite_row_aminmax(channel_rows(x_orig.detach(), options.ch_axis()));
-  if (!is_uninitialized()) {
-    lo = at::min(lo, min_val);
-    hi = at::max(hi, max_val);
-  }
-  store(lo, hi);
+  observe(x_orig, c10::nullopt, options.ch_axis());
   return x_orig;
 }
 
@@ -156,14 +158,7 @@ MovingAveragePerChannelMinMaxObserverImpl::MovingAveragePerChannelMinMaxObserver
 }
 
 at::Tensor MovingAveragePerChannelMinMaxObserverImpl::forward(const at::Tensor& x_orig) {
-  if (x_orig.numel() == 0) return x_orig;
-  auto [lo, hi] = finite_row_aminmax(channel_rows(x_orig.detach(), options.ch_axis()));
-  if (!is_uninitialized()) {
-    double c = options.averaging_constant();
-    lo = min_val + c * (lo - min_val);
-    hi = max_val + c * (hi - max_val);
-  }
-  store(lo, hi);
+  observe(x_orig, options.averaging_constant(), options.ch_axis());
   return x_orig;
 }
 

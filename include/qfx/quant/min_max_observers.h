@@ -35,6 +35,16 @@ class MinMaxStatsObserver : public UniformObserverBase {
   MinMaxStatsObserver(const UniformObserverOptions& options, const char* class_name, bool per_channel);
   /// Registers eps, min_val and max_val (call from `reset()`).
   void register_stats();
+  /// Folds the range of batch `x` into min_val/max_val: the running min/max,
+  /// or, given an averaging constant, PyTorch's moving average. Per-channel
+  /// observers take the range per `ch_axis`. An empty batch, or one without
+  /// finite values, leaves the statistics as they are.
+  void observe(const at::Tensor& x, c10::optional<double> averaging_constant, int64_t ch_axis = 0);
+
+  bool per_channel_;
+  bool warned_non_finite_ = false;
+
+ private:
   /// min/max of `x`, leaving out non-finite values; nullopt if none is left.
   c10::optional<std::pair<at::Tensor, at::Tensor>> finite_aminmax(const at::Tensor& x);
   /// Per-channel min/max of the rows of `rows` (channels x values).
@@ -44,9 +54,6 @@ class MinMaxStatsObserver : public UniformObserverBase {
   bool is_uninitialized() const;
   /// Stores a new min/max (resizing per-channel buffers as needed).
   void store(const at::Tensor& lo, const at::Tensor& hi);
-
-  bool per_channel_;
-  bool warned_non_finite_ = false;
 };
 
 /// Options of MinMaxObserver.
