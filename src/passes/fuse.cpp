@@ -11,7 +11,7 @@
 #include "qfx/backend/backend_registry.h"
 #include "qfx/ir/graph_module.h"
 #include "qfx/passes/pass.h"
-#include "qfx/pattern/matcher.h"
+#include "config_matches.h"
 
 #include <torch/nn/modules/activation.h>
 
@@ -25,41 +25,20 @@ struct FusionMatch {
   pattern::PatternMatch match;
 };
 
-std::vector<const backend::BackendPatternConfig*> fusion_configs(const backend::BackendConfig& backend) {
-  std::vector<const backend::BackendPatternConfig*> configs;
-  for (const backend::BackendPatternConfig& config : backend.configs()) {
-    if (!config.fuser_method().empty() || !config.fused_module().empty()) configs.push_back(&config);
-  }
-  std::vector<const pattern::Pattern*> patterns;
-  for (const auto* config : configs) patterns.push_back(&config->pattern());
-  std::vector<const backend::BackendPatternConfig*> sorted;
-  for (size_t index : pattern::match_order(patterns)) sorted.push_back(configs[index]);
-  return sorted;
-}
-
-/// The nodes a match binds to ops (MatchAllNode values excluded).
-std::vector<ir::Node*> op_nodes(const pattern::PatternMatch& match) {
-  std::vector<ir::Node*> nodes;
-  for (size_t i = 0; i < match.values.size(); ++i) {
-    if (!match.pattern->elements()[i].op.is_any()) nodes.push_back(match.node(i));
-  }
-  return nodes;
-}
-
 /// Matches, collected from the graph's output backwards before anything changes.
 std::vector<FusionMatch> find_fusions(ir::GraphModule& gm, const backend::BackendConfig& backend) {
-  std::vector<const backend::BackendPatternConfig*> configs = fusion_configs(backend);
+  std::vector<const backend::BackendPatternConfig*> configs =
+      detail::configs_in_match_order(backend, [](const backend::BackendPatternConfig& config) {
+        return !config.fuser_method().empty() || !config.fused_module().empty();
+      });
   std::unordered_set<const ir::Node*> claimed;
   std::vector<FusionMatch> found;
   std::vector<ir::Node*> nodes = gm.graph().node_list();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     if (claimed.count(*it) > 0) continue;
-    for (const backend::BackendPatternConfig* config : configs) {
-      std::optional<pattern::PatternMatch> match = pattern::match_at(config->pattern(), **it, gm);
-      if (!match) continue;
-      for (ir::Node* node : op_nodes(*match)) claimed.insert(node);
-      found.push_back({config, std::move(*match)});
-      break;
+    if (auto match = detail::first_match(configs, **it, gm)) {
+      for (ir::Node* node : match->second.op_nodes()) claimed.insert(node);
+      found.push_back({match->first, std::move(match->second)});
     }
   }
   return found;
@@ -104,7 +83,7 @@ void apply_fusion(const FusionMatch& fusion, ir::GraphModule& gm, bool is_qat) {
     output->replace_all_uses_with(root);
   }
   root->set_args(std::move(args));
-  std::vector<ir::Node*> nodes = op_nodes(fusion.match);
+  std::vector<ir::Node*> nodes = fusion.match.op_nodes();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     if (*it != root) gm.graph().erase_node(*it);
   }

@@ -4,19 +4,11 @@
 #include "quant_matches.h"
 
 #include "qfx/backend/backend_registry.h"
-#include "qfx/pattern/matcher.h"
+#include "config_matches.h"
 #include "qfx/quant/observer_base.h"
 
 namespace qfx::passes::detail {
 namespace {
-
-std::vector<const backend::BackendPatternConfig*> sorted_configs(const backend::BackendConfig& backend) {
-  std::vector<const pattern::Pattern*> patterns;
-  for (const backend::BackendPatternConfig& config : backend.configs()) patterns.push_back(&config.pattern());
-  std::vector<const backend::BackendPatternConfig*> sorted;
-  for (size_t index : pattern::match_order(patterns)) sorted.push_back(&backend.configs()[index]);
-  return sorted;
-}
 
 bool node_has_no_tensors(const ir::Node& node, const ir::GraphModule& gm,
                          std::unordered_map<const ir::Node*, bool>& cache) {
@@ -82,9 +74,7 @@ std::shared_ptr<QuantMatch> make_match(const backend::BackendPatternConfig& conf
   TORCH_CHECK(result->root != nullptr, "pattern ", config.pattern().str(), " at %", last.name(),
               ": its root-node getter gave no node");
   result->observation_type = observation_type_of(config, *result->root, gm);
-  for (size_t i = 0; i < match.values.size(); ++i) {
-    if (!config.pattern().elements()[i].op.is_any()) result->nodes.push_back(match.node(i));
-  }
+  result->nodes = match.op_nodes();
   result->match = std::move(match);
   return result;
 }
@@ -108,17 +98,14 @@ bool has_no_tensors(const ir::Argument& arg, const ir::GraphModule& gm,
 }
 
 QuantMatches find_quant_matches(const ir::GraphModule& gm, const backend::BackendConfig& backend) {
-  std::vector<const backend::BackendPatternConfig*> configs = sorted_configs(backend);
+  std::vector<const backend::BackendPatternConfig*> configs = configs_in_match_order(backend);
   QuantMatches matches;
   std::vector<ir::Node*> nodes = gm.graph().node_list();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     if (matches.count(*it) > 0) continue;
-    for (const backend::BackendPatternConfig* config : configs) {
-      std::optional<pattern::PatternMatch> match = pattern::match_at(config->pattern(), **it, gm);
-      if (!match) continue;
-      std::shared_ptr<const QuantMatch> result = make_match(*config, std::move(*match), **it, gm);
+    if (auto match = first_match(configs, **it, gm)) {
+      std::shared_ptr<const QuantMatch> result = make_match(*match->first, std::move(match->second), **it, gm);
       for (ir::Node* node : result->nodes) matches[node] = result;
-      break;
     }
   }
   return matches;

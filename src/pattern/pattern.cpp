@@ -119,4 +119,12 @@ ir::Node* PatternMatch::node(size_t index) const {
   return values[index].is_node() ? values[index].to_node() : nullptr;
 }
 
+std::vector<ir::Node*> PatternMatch::op_nodes() const {
+  std::vector<ir::Node*> nodes;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!pattern->elements()[i].op.is_any()) nodes.push_back(node(i));
+  }
+  return nodes;
+}
+
 }  // namespace qfx::pattern

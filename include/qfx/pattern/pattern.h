@@ -107,6 +107,8 @@ struct PatternMatch {
 
   /// The node matched by element `index`, or nullptr when it is not a node.
   ir::Node* node(size_t index) const;
+  /// The nodes bound to ops (MatchAllNode values left out), in element order.
+  std::vector<ir::Node*> op_nodes() const;
 };
 
 /// Picks the node a matched pattern is replaced by, e.g. the conv of
