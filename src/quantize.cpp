@@ -44,4 +44,14 @@ void convert_to_reference_fx(ir::GraphModule& model) {
   convert_to_reference_fx(model, backend::get_native_backend_config());
 }
 
+void convert_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
+                const PrepareCustomConfig& prepare_custom_config) {
+  passes::PassManager()
+      .add("convert-to-reference")
+      .add("lower-to-native")
+      .run(model, options_for(backend_config, prepare_custom_config));
+}
+
+void convert_fx(ir::GraphModule& model) { convert_fx(model, backend::get_native_backend_config()); }
+
 }  // namespace qfx

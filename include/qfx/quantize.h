@@ -45,4 +45,11 @@ void convert_to_reference_fx(ir::GraphModule& model, const backend::BackendConfi
                              const PrepareCustomConfig& prepare_custom_config = {});
 void convert_to_reference_fx(ir::GraphModule& model);  ///< native backend
 
+/// `convert_fx`: convert_to_reference_fx, then lowering to quantized
+/// modules and ops (`quantized::linear`, `quantized::conv2d_relu`, ...) with
+/// weights prepacked for the current engine (`at::globalContext().qEngine()`).
+void convert_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
+                const PrepareCustomConfig& prepare_custom_config = {});
+void convert_fx(ir::GraphModule& model);  ///< native backend
+
 }  // namespace qfx

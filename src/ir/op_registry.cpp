@@ -3,6 +3,8 @@
 
 #include "qfx/ir/op_registry.h"
 
+#include "ops_dispatch.h"
+
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
 
@@ -63,6 +65,13 @@ const c10::IValue* CallArgs::find(size_t index, const char* name) const {
     if (it != kwargs_.end()) found = &it->second;
   }
   return found != nullptr && !found->isNone() ? found : nullptr;
+}
+
+const c10::IValue* CallArgs::keyword(const std::string& name) const {
+  for (const auto& kv : kwargs_) {
+    if (kv.first == name) return &kv.second;
+  }
+  return nullptr;
 }
 
 const c10::IValue& CallArgs::at(size_t index, const char* name) const {
@@ -167,7 +176,13 @@ void OpRegistry::add(const std::vector<OpRow>& rows) {
 
 const OpFn* OpRegistry::find(const std::string& name) const {
   auto it = ops_.find(name);
-  return it == ops_.end() ? nullptr : &it->second;
+  if (it != ops_.end()) return &it->second;
+  if (this != &functions() || !is_torch_ops_target(name)) return nullptr;
+  std::lock_guard<std::mutex> lock(torch_ops_mutex_);
+  auto cached = torch_ops_.find(name);
+  if (cached != torch_ops_.end()) return &cached->second;
+  c10::optional<OpFn> fn = torch_ops_function(name);
+  return fn ? &torch_ops_.emplace(name, std::move(*fn)).first->second : nullptr;
 }
 
 std::vector<std::string> OpRegistry::names() const {

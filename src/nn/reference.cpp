@@ -163,12 +163,14 @@ WeightQParams weight_qparams_of(quant::ActivationPostProcess& observer) {
   return q;
 }
 
+at::Tensor quantize_weight(const at::Tensor& weight, const WeightQParams& q) {
+  if (q.dtype == c10::kHalf) return weight.to(c10::kHalf);
+  if (q.qscheme == c10::kPerTensorAffine) return at::quantize_per_tensor(weight, q.scale, q.zero_point, q.dtype);
+  return at::quantize_per_channel(weight, q.scale, q.zero_point, q.axis, q.dtype);
+}
+
 at::Tensor quantize_dequantize_weight(const at::Tensor& weight, const WeightQParams& q) {
-  if (q.dtype == c10::kHalf) return weight.to(c10::kHalf).dequantize();
-  if (q.qscheme == c10::kPerTensorAffine) {
-    return at::quantize_per_tensor(weight, q.scale, q.zero_point, q.dtype).dequantize();
-  }
-  return at::quantize_per_channel(weight, q.scale, q.zero_point, q.axis, q.dtype).dequantize();
+  return quantize_weight(weight, q).dequantize();
 }
 
 ReferenceModuleImpl::ReferenceModuleImpl(std::shared_ptr<torch::nn::Module> float_module, WeightQParams qparams)
@@ -187,6 +189,10 @@ ReferenceModuleImpl::ReferenceModuleImpl(std::shared_ptr<torch::nn::Module> floa
 
 at::Tensor ReferenceModuleImpl::weight_dequantized() const {
   return quantize_dequantize_weight(*named_parameters(false).find("weight"), qparams_);
+}
+
+at::Tensor ReferenceModuleImpl::quantized_weight() const {
+  return quantize_weight(*named_parameters(false).find("weight"), qparams_);
 }
 
 at::Tensor ReferenceModuleImpl::forward(const at::Tensor& x, const std::vector<at::Tensor>& extra) {

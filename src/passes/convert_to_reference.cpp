@@ -16,16 +16,18 @@
 #include "qfx/passes/pass.h"
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/simple_observers.h"
+#include "attr_names.h"
 #include "quant_matches.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
-#include <unordered_map>
 
 namespace qfx::passes {
 namespace {
 
+using detail::AttrNamer;
+using detail::scope_of;
 using quant::ActivationPostProcess;
 
 std::shared_ptr<ActivationPostProcess> observer_at(const ir::GraphModule& gm, const ir::Node& node) {
@@ -34,12 +36,6 @@ std::shared_ptr<ActivationPostProcess> observer_at(const ir::GraphModule& gm, co
 
 bool has_none_qconfig(const ir::Argument& arg) {
   return arg.is_node() && arg.to_node()->meta().count(kQConfigMeta) > 0 && !node_qconfig(*arg.to_node());
-}
-
-std::string scope_of(const ir::Node* node) {
-  if (node == nullptr) return "";
-  auto it = node->meta().find(ir::kScopeMeta);
-  return it == node->meta().end() ? "" : std::any_cast<const ir::NodeScope&>(it->second).module_path;
 }
 
 /// PyTorch's get_module_path_and_prefix: where the qparams attributes are
@@ -58,38 +54,13 @@ std::string attr_prefix(const ir::Node& observer) {
   return scope_of(user) + "_input";
 }
 
-/// New root buffers for qparams, named `prefix` + the first free index (as
-/// PyTorch's get_new_attr_name_with_prefix); remembers where each prefix's
-/// free indexes start, so a flat graph with thousands of them stays linear.
-class QParamAttrs {
- public:
-  explicit QParamAttrs(ir::GraphModule& gm) : gm_(gm) {}
-
-  /// A get_attr node of a new buffer holding `value`.
-  ir::Node* add(std::string prefix, const at::Tensor& value) {
-    for (char& c : prefix) {
-      if (c == '.') c = '_';
-    }
-    int64_t& i = next_[prefix];
-    std::string name = prefix + std::to_string(i);
-    while (gm_.find_submodule(name) != nullptr || gm_.has_attr(name)) name = prefix + std::to_string(++i);
-    ++i;
-    gm_.set_attr(name, value.clone());
-    return gm_.graph().get_attr(name);
-  }
-
- private:
-  ir::GraphModule& gm_;
-  std::unordered_map<std::string, int64_t> next_;
-};
-
 bool is_placeholder_observer(const ActivationPostProcess& obs) {
   return dynamic_cast<const quant::PlaceholderObserverImpl*>(&obs) != nullptr;
 }
 
 /// The quantize node an observer becomes, inserted before it; null when the
 /// observer has no quantized form.
-ir::Node* quantize_node(ir::GraphModule& gm, QParamAttrs& attrs, ir::Node& observer, ActivationPostProcess& obs) {
+ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, ActivationPostProcess& obs) {
   ir::Argument input = observer.args().at(0);
   c10::ScalarType dtype = obs.dtype();
   bool static_int8 = (dtype == c10::kQUInt8 || dtype == c10::kQInt8) && !is_placeholder_observer(obs);
@@ -117,7 +88,7 @@ ir::Node* quantize_node(ir::GraphModule& gm, QParamAttrs& attrs, ir::Node& obser
   return nullptr;
 }
 
-void convert_observer(ir::GraphModule& gm, QParamAttrs& attrs, ir::Node& observer) {
+void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer) {
   std::shared_ptr<ActivationPostProcess> obs = observer_at(gm, observer);
   bool all_float = has_none_qconfig(observer.args().at(0));
   for (const ir::Node* user : observer.users()) all_float = all_float && has_none_qconfig(ir::Argument(const_cast<ir::Node*>(user)));
@@ -197,7 +168,7 @@ bool is_weighted_module(const backend::BackendConfig& backend, const torch::nn::
 
 bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
   const backend::BackendConfig& backend = options.backend();
-  QParamAttrs attrs(gm);
+  AttrNamer attrs(gm);
   int64_t placeholders = 0;
   for (ir::Node* node : gm.graph().node_list()) {
     if (node->op() == ir::Opcode::kPlaceholder) {

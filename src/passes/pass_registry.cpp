@@ -22,6 +22,8 @@ const std::vector<PassInfo>& pass_registry() {
        &insert_observers},
       {"convert-to-reference", "observers to quantize/dequantize, weighted modules to reference modules",
        &convert_to_reference},
+      {"lower-to-native", "reference patterns to quantized modules and ops with prepacked weights (convert_fx)",
+       &lower_to_native},
       {"dce", "remove nodes whose values are not used", &dce},
   };
   return passes;

@@ -13,8 +13,12 @@ and what PyTorch's prepare_fx made: nodes (name, op, target), the class of
 each observer module and which observer nodes share one module, the
 observed node names, and each observer's scale and zero point after one
 forward of the model's input; then what convert_to_reference_fx made of it
-(nodes, code, module tree) and its output (CASE.reference_output.pt). HistogramObserver runs with upstream's histc
-range fix (docs/divergences.md), as in quant_fixtures.py.
+(nodes, code, module tree) and its output (CASE.reference_output.pt), and
+what convert_fx made of it with the case's quantized engine (nodes, code,
+module tree, output in CASE.lowered_output.pt, and `output_step`: the scale
+of the quantized tensor the output was dequantized from, 0 if none).
+HistogramObserver runs with upstream's histc range fix
+(docs/divergences.md), as in quant_fixtures.py.
 """
 import copy
 import json
@@ -32,7 +36,7 @@ from torch.ao.quantization import (QConfig, QConfigMapping, default_dynamic_qcon
 from torch.ao.quantization import observer as ob
 from torch.ao.quantization.backend_config import get_qnnpack_backend_config
 from torch.ao.quantization.fx.fuse import fuse
-from torch.ao.quantization.quantize_fx import convert_to_reference_fx, prepare_fx
+from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, prepare_fx
 
 import backend_fixtures
 import model_fixtures
@@ -111,11 +115,11 @@ def load_inputs(name):
     return tuple(value) if isinstance(value, list) else (value,)
 
 
-def graph_json(gm):
+def graph_json(gm, with_tree=True):
     return {
         'nodes': [{'name': n.name, 'op': n.op, 'target': model_fixtures.target_name(n)} for n in gm.graph.nodes],
         'code': gm.code,
-        'module_tree': nn.Module.__repr__(gm),
+        'module_tree': nn.Module.__repr__(gm) if with_tree else None,
     }
 
 
@@ -280,6 +284,45 @@ def patch_reference_conv_padding():
         cls.forward = forward
 
 
+def output_step(gm, inputs):
+    """The scale of the quantized tensor a single dequantized output came from."""
+    out = [n for n in gm.graph.nodes if n.op == 'output'][0].args[0]
+    if not (isinstance(out, torch.fx.Node) and out.op == 'call_method' and out.target == 'dequantize'):
+        return 0.0
+    values = {}
+
+    class Capture(torch.fx.Interpreter):
+        def run_node(self, n):
+            result = super().run_node(n)
+            if n is out.args[0]:
+                values['q'] = result
+            return result
+    Capture(gm).run(*inputs)
+    q = values['q']
+    return float(q.q_scale()) if q.is_quantized and q.qscheme() == torch.per_tensor_affine else 0.0
+
+
+def lowered_record(case, prepared, backend_config, engine, inputs):
+    torch.backends.quantized.engine = engine
+    try:
+        lowered = convert_fx(copy.deepcopy(prepared), backend_config=backend_config)
+        try:
+            record = graph_json(lowered)
+        except RuntimeError:  # qnnpack cannot unpack conv1d/3d weights, which repr() does
+            record = graph_json(lowered, with_tree=False)
+        record['engine'] = engine
+        try:
+            output = lowered(*inputs)
+        except (RuntimeError, NotImplementedError) as e:  # a lowered op without a quantized kernel
+            record['error'] = str(e).splitlines()[0]
+            return record
+        torch.save(output, os.path.join(OUT, f'{case}.lowered_output.pt'))
+        record.update({'output': f'{case}.lowered_output.pt', 'output_step': output_step(lowered, inputs)})
+        return record
+    finally:
+        torch.backends.quantized.engine = 'onednn'
+
+
 def write_prepare():
     ob.HistogramObserver.forward = quant_fixtures.FixedHistogramObserver.forward
     patch_reference_conv_padding()
@@ -307,6 +350,9 @@ def write_prepare():
         record['reference'] = graph_json(reference)
         torch.save(reference(*inputs), os.path.join(OUT, f'{case}.reference_output.pt'))
         record['reference']['output'] = f'{case}.reference_output.pt'
+        # onednn's ConvTranspose prepack rejects output_padding
+        engine = 'qnnpack' if backend == 'qnnpack' or case == 'module_zoo' else 'onednn'
+        record['lowered'] = lowered_record(case, prepared, backends[backend], engine, inputs)
         cases.append(record)
     with open(os.path.join(OUT, 'prepare.json'), 'w') as f:
         json.dump(cases, f, indent=1)

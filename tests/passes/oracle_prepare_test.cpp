@@ -14,6 +14,7 @@
 #include "qfx/ir/interpreter.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/quantize.h"
+#include "qfx/passes/pass_manager.h"
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/observer_base.h"
 #include "qfx/quant/qconfig_json.h"
@@ -27,6 +28,18 @@ namespace {
 using passes::node_is_observed;
 
 class OraclePrepare : public ::testing::TestWithParam<std::string> {};
+
+/// Selects a quantized engine for a scope.
+class EngineGuard {
+ public:
+  explicit EngineGuard(const std::string& name) : previous_(at::globalContext().qEngine()) {
+    at::globalContext().setQEngine(name == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
+  }
+  ~EngineGuard() { at::globalContext().setQEngine(previous_); }
+
+ private:
+  at::QEngine previous_;
+};
 
 std::shared_ptr<backend::BackendConfig> backend_named(const std::string& name) {
   if (name == "my_backend") {
@@ -120,6 +133,33 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   c10::IValue expected = io::load_value(test::fixture(reference["output"]));
   c10::IValue ours_out = ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
   EXPECT_LE(test::max_relative_error(ours_out, expected), 1e-6);
+
+  // convert_fx's lowering, on the engine PyTorch used
+  const nlohmann::json& lowered = record["lowered"];
+  EngineGuard engine(lowered["engine"]);
+  passes::PassOptions options;
+  options.backend_config = backend;
+  passes::PassManager().add("lower-to-native").run(*gm, options);
+  std::vector<std::string> low_ours = test::node_rows(gm->graph()), low_theirs = test::node_rows(lowered);
+  if (GetParam() != "functional_zoo") EXPECT_EQ(low_ours, low_theirs) << test::first_difference(low_ours, low_theirs);
+  if (GetParam().find("_zoo") == std::string::npos && !annotated) EXPECT_EQ(gm->code(), lowered["code"].get<std::string>());
+  if (GetParam() != "mobilenet_v3_large" && !lowered["module_tree"].is_null()) {
+    std::string tree = gm->to_string();
+    EXPECT_EQ(tree.substr(0, tree.size() - gm->code().size() - 1), lowered["module_tree"].get<std::string>());
+  }
+  if (lowered.contains("error")) {
+    // PyTorch's lowered model does not run (a lowered op has no quantized kernel); neither does ours.
+    EXPECT_NE(test::error_of([&] { ir::Interpreter(*gm).run(io::as_inputs(input, "input")); }), "");
+    return;
+  }
+  c10::IValue lowered_expected = io::load_value(test::fixture(lowered["output"]));
+  c10::IValue lowered_out = ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
+  double step = lowered["output_step"].get<double>();
+  if (step > 0) {
+    EXPECT_LE(test::max_abs_error(lowered_out, lowered_expected), step * (1 + 1e-6)) << "one output step: " << step;
+  } else {
+    EXPECT_LE(test::max_relative_error(lowered_out, lowered_expected), 1e-6);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, OraclePrepare,

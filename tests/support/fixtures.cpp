@@ -26,14 +26,18 @@ nlohmann::json fixture_json(const std::string& name) {
   return nlohmann::json::parse(in);
 }
 
-double max_relative_error(const c10::IValue& a, const c10::IValue& b) {
+namespace {
+
+at::Tensor as_double(const at::Tensor& t) { return (t.is_quantized() ? t.dequantize() : t).to(at::kDouble); }
+
+double max_error(const c10::IValue& a, const c10::IValue& b, bool relative) {
   if (a.isTensor()) {
     TORCH_CHECK(b.isTensor(), "structure mismatch: tensor vs ", b.tagKind());
-    const at::Tensor& x = a.toTensor();
-    const at::Tensor& y = b.toTensor();
+    at::Tensor x = as_double(a.toTensor());
+    at::Tensor y = as_double(b.toTensor());
     TORCH_CHECK(x.sizes() == y.sizes(), "shape mismatch: ", x.sizes(), " vs ", y.sizes());
-    double scale = std::max(1e-12, y.abs().max().item<double>());
-    return (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>() / scale;
+    double scale = relative ? std::max(1e-12, y.abs().max().item<double>()) : 1.0;
+    return (x - y).abs().max().item<double>() / scale;
   }
   auto items = [](const c10::IValue& v) {
     TORCH_CHECK(v.isTuple() || v.isList(), "expected a tensor, list or tuple, got ", v.tagKind());
@@ -43,9 +47,15 @@ double max_relative_error(const c10::IValue& a, const c10::IValue& b) {
   auto ys = items(b);
   TORCH_CHECK(xs.size() == ys.size(), "length mismatch: ", xs.size(), " vs ", ys.size());
   double worst = 0;
-  for (size_t i = 0; i < xs.size(); ++i) worst = std::max(worst, max_relative_error(xs[i], ys[i]));
+  for (size_t i = 0; i < xs.size(); ++i) worst = std::max(worst, max_error(xs[i], ys[i], relative));
   return worst;
 }
+
+}  // namespace
+
+double max_relative_error(const c10::IValue& a, const c10::IValue& b) { return max_error(a, b, true); }
+
+double max_abs_error(const c10::IValue& a, const c10::IValue& b) { return max_error(a, b, false); }
 
 }  // namespace qfx::test
 

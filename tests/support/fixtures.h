@@ -27,6 +27,8 @@ nlohmann::json fixture_json(const std::string& name);
 /// the same structure (tensor, or list/tuple of tensors). Raises on a shape
 /// or structure mismatch.
 double max_relative_error(const c10::IValue& a, const c10::IValue& b);
+/// Largest |a - b| over all tensors (quantized ones dequantized), same rules.
+double max_abs_error(const c10::IValue& a, const c10::IValue& b);
 
 }  // namespace qfx::test
 

@@ -10,6 +10,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -52,6 +53,10 @@ class CallArgs {
 
   /// Positional values, for ops that take anything (operator.getitem).
   const std::vector<c10::IValue>& values() const { return args_; }
+  /// Keyword values, in call order.
+  const KwargValues& keywords() const { return kwargs_; }
+  /// Keyword `name` (None included), or nullptr.
+  const c10::IValue* keyword(const std::string& name) const;
 
  private:
   std::vector<c10::IValue> args_;
@@ -76,13 +81,16 @@ class OpRegistry {
 
   /// Adds rows; raises c10::Error on a name already present.
   void add(const std::vector<OpRow>& rows);
-  /// The op for `name`, or nullptr.
+  /// The op for `name`, or nullptr. In functions(), a `torch.ops.NS.NAME`
+  /// target not added explicitly runs LibTorch's operator `NS::NAME`.
   const OpFn* find(const std::string& name) const;
   /// All names, sorted.
   std::vector<std::string> names() const;
 
  private:
   std::unordered_map<std::string, OpFn> ops_;
+  mutable std::unordered_map<std::string, OpFn> torch_ops_;  // resolved on first use
+  mutable std::mutex torch_ops_mutex_;
 };
 
 /// IValue for a Python slice (start, stop, step: None or int), and its test.

@@ -36,6 +36,10 @@ struct WeightQParams {
 };
 WeightQParams weight_qparams_of(quant::ActivationPostProcess& observer);
 
+/// Quantizes `weight` with `qparams` (PyTorch's _quantize_weight); float16
+/// converts to half.
+at::Tensor quantize_weight(const at::Tensor& weight, const WeightQParams& qparams);
+
 /// Quantizes and dequantizes `weight` with `qparams` (PyTorch's
 /// _quantize_and_dequantize_weight); float16 rounds through half.
 at::Tensor quantize_dequantize_weight(const at::Tensor& weight, const WeightQParams& qparams);
@@ -50,6 +54,8 @@ class ReferenceModuleImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x, const std::vector<at::Tensor>& extra = {});
   /// The weight as the quantized kernels see it (quantize-dequantize).
   at::Tensor weight_dequantized() const;
+  /// The weight quantized with the stored qparams (get_quantized_weight).
+  at::Tensor quantized_weight() const;
   const WeightQParams& qparams() const { return qparams_; }
   /// The float module (same weight and bias tensors).
   const std::shared_ptr<torch::nn::Module>& float_module() const { return float_; }

@@ -71,6 +71,13 @@ bool insert_observers(ir::GraphModule& gm, const PassOptions& options);
 /// modules (PyTorch's convert_fx(is_reference=True) / convert_to_reference_fx).
 bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options);
 
+/// `lower-to-native`: reference patterns (dequantize - reference module or
+/// op - quantize) become quantized modules and `torch.ops.quantized` ops on
+/// prepacked weights for the current engine, as PyTorch 1.13's
+/// _lower_to_native_backend. A pattern it cannot lower stays reference; with
+/// `explain` set it says which and why.
+bool lower_to_native(ir::GraphModule& gm, const PassOptions& options);
+
 /// `dce`: removes nodes whose values nobody uses and that have no side effects.
 bool dce(ir::GraphModule& gm, const PassOptions& options);
 

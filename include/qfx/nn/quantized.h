@@ -1,0 +1,89 @@
+#pragma once
+/// \file
+/// Quantized modules, as lowering produces them (`torch.ao.nn.quantized`,
+/// `.dynamic`, `torch.ao.nn.intrinsic.quantized`): each holds PyTorch's
+/// attributes (`_packed_params`, `scale`, `zero_point`, `weight`, ...) and
+/// calls one LibTorch quantized kernel (`quantized::linear`,
+/// `quantized::conv2d_relu`, ...) with prepacked weights for the current
+/// engine (`onednn` or `qnnpack`).
+///
+/// \code
+///   // a reference Linear (reference.h) and its output qparams
+///   auto q = qfx::nn::quantized_from_reference("torch.ao.nn.quantized.Linear", *ref, {{0.02, 64}});
+///   at::Tensor y = q->forward({at::quantize_per_tensor(x, 0.05, 128, at::kQUInt8)}).toTensor();
+/// \endcode
+
+#include <ATen/core/ivalue.h>
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace qfx::nn {
+
+/// The op a quantized module's forward calls, and its arguments. Each
+/// argument is `$N` (input N), `$N?` (input N, None when not given),
+/// `=LITERAL` (`=False`, `=0`, `=None`) or an attribute name.
+struct QuantizedCall {
+  std::string op;        ///< schema name, `quantized::linear`; empty: forward returns input 0
+  std::string overload;  ///< `new` for `quantized::conv2d.new`, else empty
+  std::vector<std::string> args;
+};
+
+/// A module's attributes in PyTorch's order, by name.
+using QuantizedAttributes = std::vector<std::pair<std::string, c10::IValue>>;
+
+/// One quantized module. Tensor attributes are also registered as buffers.
+/// A conv whose `padding_mode` attribute is not "zeros" pads its input with
+/// `_reversed_padding_repeated_twice` first, as PyTorch's quantized convs.
+class QuantizedModuleImpl : public torch::nn::Module {
+ public:
+  QuantizedModuleImpl(std::string type_name, QuantizedCall call, QuantizedAttributes attributes,
+                      std::string extra_repr);
+
+  /// Runs the op on `inputs` (quantized tensors, or float for dynamic modules).
+  c10::IValue forward(const std::vector<c10::IValue>& inputs);
+
+  /// PyTorch's class, `torch.ao.nn.quantized.Conv2d`.
+  const std::string& type_name() const { return type_name_; }
+  const QuantizedCall& call() const { return call_; }
+  const QuantizedAttributes& attributes() const { return attributes_; }
+  /// The attribute `name`; c10::Error naming it if there is none.
+  const c10::IValue& attribute(const std::string& name) const;
+  /// Python's extra_repr.
+  const std::string& extra_repr() const { return extra_repr_; }
+
+ private:
+  c10::IValue argument(const std::string& token, const std::vector<c10::IValue>& inputs) const;
+
+  std::string type_name_;
+  QuantizedCall call_;
+  QuantizedAttributes attributes_;
+  std::string extra_repr_;
+};
+
+/// The qparams of a static module's output.
+struct OutputQParams {
+  double scale = 1.0;
+  int64_t zero_point = 0;
+};
+
+/// PyTorch's `from_reference`: the quantized module of class
+/// `quantized_type` from `source` — a reference module (Linear, Conv*,
+/// ConvTranspose1d/2d, Embedding, EmbeddingBag), a fused module around one
+/// (LinearReLU, ConvReLU*d), or a float module lowering swaps directly
+/// (BatchNorm2d/3d, BNReLU2d/3d, ELU, LeakyReLU, Hardswish, InstanceNorm*d,
+/// LayerNorm, Dropout, Softmax). Static modules take `output`; dynamic and
+/// weight-only ones ignore it. c10::Error says why when `source` cannot
+/// become that module (e.g. its kernel or prepack is missing on this engine).
+std::shared_ptr<QuantizedModuleImpl> quantized_from_reference(const std::string& quantized_type,
+                                                              const torch::nn::Module& source,
+                                                              std::optional<OutputQParams> output);
+
+/// The quantized module classes qfx has, sorted.
+std::vector<std::string> quantized_module_types();
+
+}  // namespace qfx::nn

@@ -1,0 +1,181 @@
+// QuantizedModuleImpl: attributes plus one quantized op call, and the
+// registry rows of every quantized module class.
+
+#include "qfx/nn/quantized.h"
+
+#include "module_kinds.h"
+#include "quantized_kinds.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <utility>
+
+namespace qfx::nn {
+namespace {
+
+struct QuantizedType {
+  const char* type_name;
+  const char* display_name;
+};
+
+const QuantizedType kQuantizedTypes[] = {
+    {"torch.ao.nn.quantized.Linear", "QuantizedLinear"},
+    {"torch.ao.nn.quantized.Conv1d", "QuantizedConv1d"},
+    {"torch.ao.nn.quantized.Conv2d", "QuantizedConv2d"},
+    {"torch.ao.nn.quantized.Conv3d", "QuantizedConv3d"},
+    {"torch.ao.nn.quantized.ConvTranspose1d", "QuantizedConvTranpose1d"},
+    {"torch.ao.nn.quantized.ConvTranspose2d", "QuantizedConvTranpose2d"},
+    {"torch.ao.nn.quantized.BatchNorm2d", "QuantizedBatchNorm2d"},
+    {"torch.ao.nn.quantized.BatchNorm3d", "QuantizedBatchNorm3d"},
+    {"torch.ao.nn.quantized.ELU", "QuantizedELU"},
+    {"torch.ao.nn.quantized.LeakyReLU", "QuantizedLeakyReLU"},
+    {"torch.ao.nn.quantized.Hardswish", "QuantizedHardswish"},
+    {"torch.ao.nn.quantized.InstanceNorm1d", "QuantizedInstanceNorm1d"},
+    {"torch.ao.nn.quantized.InstanceNorm2d", "QuantizedInstanceNorm2d"},
+    {"torch.ao.nn.quantized.InstanceNorm3d", "QuantizedInstanceNorm3d"},
+    {"torch.ao.nn.quantized.LayerNorm", "QuantizedLayerNorm"},
+    {"torch.ao.nn.quantized.Dropout", "QuantizedDropout"},
+    {"torch.ao.nn.quantized.Softmax", "QuantizedSoftmax"},
+    {"torch.ao.nn.quantized.Embedding", "QuantizedEmbedding"},
+    {"torch.ao.nn.quantized.EmbeddingBag", "QuantizedEmbeddingBag"},
+    {"torch.ao.nn.intrinsic.quantized.LinearReLU", "QuantizedLinearReLU"},
+    {"torch.ao.nn.intrinsic.quantized.ConvReLU1d", "QuantizedConvReLU1d"},
+    {"torch.ao.nn.intrinsic.quantized.ConvReLU2d", "QuantizedConvReLU2d"},
+    {"torch.ao.nn.intrinsic.quantized.ConvReLU3d", "QuantizedConvReLU3d"},
+    {"torch.ao.nn.intrinsic.quantized.BNReLU2d", "QuantizedBNReLU2d"},
+    {"torch.ao.nn.intrinsic.quantized.BNReLU3d", "QuantizedBNReLU3d"},
+    {"torch.ao.nn.quantized.dynamic.Linear", "DynamicQuantizedLinear"},
+    {"torch.ao.nn.intrinsic.quantized.dynamic.LinearReLU", "DynamicQuantizedLinearReLU"},
+};
+
+/// One C++ type per class, so the registry can tell them apart.
+template <size_t Index>
+class TypedQuantized final : public QuantizedModuleImpl {
+ public:
+  using QuantizedModuleImpl::QuantizedModuleImpl;
+};
+
+using Factory = std::shared_ptr<QuantizedModuleImpl> (*)(std::string, QuantizedCall, QuantizedAttributes,
+                                                         std::string);
+
+template <size_t Index>
+std::shared_ptr<QuantizedModuleImpl> make_typed(std::string type, QuantizedCall call, QuantizedAttributes attrs,
+                                                std::string repr) {
+  return std::make_shared<TypedQuantized<Index>>(std::move(type), std::move(call), std::move(attrs),
+                                                 std::move(repr));
+}
+
+template <size_t... I>
+std::vector<Factory> factories(std::index_sequence<I...>) {
+  return {&make_typed<I>...};
+}
+
+c10::IValue quantized_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
+  return dynamic_cast<QuantizedModuleImpl&>(m).forward(in);
+}
+
+template <size_t... I>
+void register_kinds(std::index_sequence<I...>) {
+  auto extra_repr = [](const torch::nn::Module& m) { return detail::as<QuantizedModuleImpl>(m).extra_repr(); };
+  (ir::ModuleRegistry::instance().add({kQuantizedTypes[I].type_name, typeid(TypedQuantized<I>), &quantized_forward,
+                                       extra_repr, kQuantizedTypes[I].display_name}),
+   ...);
+}
+
+const bool kRegistered = [] {
+  register_kinds(std::make_index_sequence<std::size(kQuantizedTypes)>());
+  return true;
+}();
+
+/// `=False`, `=True`, `=None`, `=<int>`.
+c10::IValue literal(const std::string& text) {
+  if (text == "False") return false;
+  if (text == "True") return true;
+  if (text == "None") return c10::IValue();
+  return static_cast<int64_t>(std::stoll(text));
+}
+
+}  // namespace
+
+namespace detail {
+
+std::shared_ptr<QuantizedModuleImpl> make_quantized(const std::string& type_name, QuantizedCall call,
+                                                    QuantizedAttributes attributes, std::string extra_repr) {
+  static const std::vector<Factory> all = factories(std::make_index_sequence<std::size(kQuantizedTypes)>());
+  for (size_t i = 0; i < std::size(kQuantizedTypes); ++i) {
+    if (type_name == kQuantizedTypes[i].type_name) {
+      return all[i](type_name, std::move(call), std::move(attributes), std::move(extra_repr));
+    }
+  }
+  TORCH_CHECK(false, "no quantized module class ", type_name);
+}
+
+c10::IValue call_op(const char* name, const char* overload, std::vector<c10::IValue> args) {
+  c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+  op.callBoxed(&args);
+  TORCH_CHECK(args.size() == 1, name, " returned ", args.size(), " values");
+  return std::move(args[0]);
+}
+
+}  // namespace detail
+
+QuantizedModuleImpl::QuantizedModuleImpl(std::string type_name, QuantizedCall call, QuantizedAttributes attributes,
+                                         std::string extra_repr)
+    : type_name_(std::move(type_name)),
+      call_(std::move(call)),
+      attributes_(std::move(attributes)),
+      extra_repr_(std::move(extra_repr)) {
+  for (const auto& [name, value] : attributes_) {
+    if (value.isTensor()) register_buffer(name, value.toTensor());
+  }
+  for (const std::string& token : call_.args) {
+    bool special = token.empty() || token[0] == '$' || token[0] == '=';
+    TORCH_CHECK(special || std::any_of(attributes_.begin(), attributes_.end(),
+                                       [&](const auto& kv) { return kv.first == token; }),
+                type_name_, ": the call names attribute '", token, "', which the module lacks");
+  }
+}
+
+const c10::IValue& QuantizedModuleImpl::attribute(const std::string& name) const {
+  for (const auto& [key, value] : attributes_) {
+    if (key == name) return value;
+  }
+  TORCH_CHECK(false, type_name_, " has no attribute '", name, "'");
+}
+
+c10::IValue QuantizedModuleImpl::argument(const std::string& token, const std::vector<c10::IValue>& inputs) const {
+  if (token[0] == '=') return literal(token.substr(1));
+  if (token[0] != '$') return attribute(token);
+  bool optional = token.back() == '?';
+  size_t index = std::stoul(token.substr(1, token.size() - 1 - optional));
+  if (index < inputs.size()) return inputs[index];
+  TORCH_CHECK(optional, type_name_, " takes at least ", index + 1, " input(s), got ", inputs.size());
+  return c10::IValue();
+}
+
+c10::IValue QuantizedModuleImpl::forward(const std::vector<c10::IValue>& inputs) {
+  TORCH_CHECK(!inputs.empty() && inputs[0].isTensor(), type_name_, " takes a tensor input");
+  std::vector<c10::IValue> args;
+  args.reserve(call_.args.size());
+  for (const std::string& token : call_.args) args.push_back(argument(token, inputs));
+  for (const auto& [name, value] : attributes_) {
+    if (name != "padding_mode" || value.toStringRef() == "zeros") continue;
+    at::Tensor padded = at::pad(inputs[0].toTensor(), attribute("_reversed_padding_repeated_twice").toIntVector(),
+                                value.toStringRef());
+    for (size_t i = 0; i < call_.args.size(); ++i) {
+      if (call_.args[i] == "$0") args[i] = padded;
+    }
+  }
+  if (call_.op.empty()) return args.empty() ? inputs[0] : args[0];
+  return detail::call_op(call_.op.c_str(), call_.overload.c_str(), std::move(args));
+}
+
+std::vector<std::string> quantized_module_types() {
+  std::vector<std::string> names;
+  for (const QuantizedType& t : kQuantizedTypes) names.push_back(t.type_name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace qfx::nn

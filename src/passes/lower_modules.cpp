@@ -1,0 +1,67 @@
+// lower-to-native, module steps: static weighted reference modules
+// (dequantize - ref - quantize), dynamic ones (quantize_per_tensor_dynamic -
+// dequantize - ref) and weight-only ones become quantized modules.
+
+#include "lowering.h"
+
+#include "lower_tables.h"
+
+namespace qfx::passes::detail {
+
+void lower_static_weighted_modules(Lowering& l) {
+  auto accept = [&l](const ir::Node& n) {
+    auto m = l.module(&n);
+    return m != nullptr && find_module_lowering(static_module_lowerings(), *m) != nullptr;
+  };
+  for (ir::Node* node : l.gm.graph().node_list()) {
+    std::optional<StaticMatch> m = match_static(l, node, accept, {0});
+    if (!m) continue;
+    const ModuleLowering* row = find_module_lowering(static_module_lowerings(), *l.module(m->ref));
+    auto quantized = l.make_quantized(*m->ref, row->quantized_type, output_qparams(l, *m->q));
+    if (!quantized) continue;
+    l.gm.add_submodule(m->ref->target(), quantized);
+    ir::Node* dq = m->ref->args()[0].to_node();
+    m->ref->replace_input_with(dq, dq->args()[0].to_node());
+    ir::Node* scale = m->q->args()[1].to_node();
+    ir::Node* zero_point = m->q->args()[2].to_node();
+    m->q->replace_all_uses_with(m->ref);
+    l.gm.graph().erase_node(m->q);
+    l.gm.graph().erase_node(scale);
+    l.gm.graph().erase_node(zero_point);
+    l.changed = true;
+  }
+}
+
+void lower_dynamic_weighted_modules(Lowering& l) {
+  for (ir::Node* node : l.gm.graph().node_list()) {
+    auto module = l.module(node);
+    const ModuleLowering* row = module ? find_module_lowering(dynamic_module_lowerings(), *module) : nullptr;
+    if (row == nullptr || node->args().empty() || !is_dequantize(node->args()[0])) continue;
+    ir::Node* dq = node->args()[0].to_node();
+    ir::Node* input_q = dq->args()[0].is_node() ? dq->args()[0].to_node() : nullptr;
+    if (input_q == nullptr || !is_call(*input_q, ir::Opcode::kCallFunction, "torch.quantize_per_tensor_dynamic")) {
+      continue;
+    }
+    c10::ScalarType compute = input_q->args().at(1).to_dtype();
+    if (compute != c10::kQUInt8 && compute != c10::kQInt8 && compute != c10::kHalf) continue;
+    auto quantized = l.make_quantized(*node, row->quantized_type, std::nullopt);
+    if (!quantized) continue;
+    l.gm.add_submodule(node->target(), quantized);
+    node->replace_input_with(dq, input_q->args()[0].to_node());
+    l.changed = true;
+  }
+}
+
+void lower_weight_only_modules(Lowering& l) {
+  for (ir::Node* node : l.gm.graph().node_list()) {
+    auto module = l.module(node);
+    const ModuleLowering* row = module ? find_module_lowering(weight_only_module_lowerings(), *module) : nullptr;
+    if (row == nullptr) continue;
+    auto quantized = l.make_quantized(*node, row->quantized_type, std::nullopt);
+    if (!quantized) continue;
+    l.gm.add_submodule(node->target(), quantized);
+    l.changed = true;
+  }
+}
+
+}  // namespace qfx::passes::detail

@@ -1,0 +1,65 @@
+#pragma once
+// lower-to-native's steps, in PyTorch 1.13's order, on one shared context.
+
+#include "qfx/ir/graph_module.h"
+#include "qfx/nn/quantized.h"
+#include "qfx/passes/pass.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace qfx::passes::detail {
+
+/// The graph being lowered and what the steps noticed.
+struct Lowering {
+  ir::GraphModule& gm;
+  const PassOptions& options;
+  /// Why a candidate node was left as it is (for --explain).
+  std::map<const ir::Node*, std::string> refusals;
+  bool changed = false;
+
+  /// The module a call_module node calls, or nullptr for other nodes.
+  std::shared_ptr<torch::nn::Module> module(const ir::Node* node) const;
+  /// quantized_from_reference, or nullptr with the reason kept in refusals.
+  std::shared_ptr<nn::QuantizedModuleImpl> make_quantized(const ir::Node& node, const std::string& type,
+                                                          std::optional<nn::OutputQParams> output);
+};
+
+/// dequantize - op - quantize_per_tensor (op possibly followed by a relu).
+struct StaticMatch {
+  ir::Node* q = nullptr;
+  ir::Node* relu = nullptr;
+  ir::Node* ref = nullptr;
+};
+
+/// PyTorch's _match_static_pattern: `node` is the quantize node; the op
+/// must pass `accept`, not have a None qconfig, and have dequantize nodes
+/// (and no other nodes) at `dequantize_indexes`, at least one.
+std::optional<StaticMatch> match_static(const Lowering& l, ir::Node* node,
+                                        const std::function<bool(const ir::Node&)>& accept,
+                                        const std::vector<size_t>& dequantize_indexes);
+
+bool is_dequantize(const ir::Argument& arg);
+bool is_call(const ir::Node& node, ir::Opcode op, const char* target);
+/// True when insert-observers gave the node a None qconfig (should_skip_lowering).
+bool has_none_qconfig(const ir::Node& node);
+/// The scale and zero point a quantize node's get_attr arguments hold.
+nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q);
+
+void lower_static_weighted_modules(Lowering& l);
+void lower_dynamic_weighted_modules(Lowering& l);
+void lower_weight_only_modules(Lowering& l);
+void lower_static_functionals(Lowering& l);
+void lower_dynamic_functionals(Lowering& l);
+void lower_binary_ops(Lowering& l);
+void lower_getattr_metadata(Lowering& l);
+void lower_special_patterns(Lowering& l);
+/// fold_weight: runs each prepack whose inputs are all attributes once and
+/// stores the packed weight as `<scope>_packed_weight_N`.
+void fold_weights(Lowering& l);
+/// For --explain: each reference module or functional linear/conv left, and why.
+void explain_leftovers(const Lowering& l);
+
+}  // namespace qfx::passes::detail

@@ -1,0 +1,86 @@
+// The lowering context and the pattern helpers its steps share.
+
+#include "lowering.h"
+
+#include "lower_tables.h"
+#include "qfx/ir/module_registry.h"
+#include "qfx/passes/prepare_state.h"
+
+#include <ATen/core/Tensor.h>
+
+namespace qfx::passes::detail {
+
+std::shared_ptr<torch::nn::Module> Lowering::module(const ir::Node* node) const {
+  if (node == nullptr || node->op() != ir::Opcode::kCallModule) return nullptr;
+  return gm.find_submodule(node->target());
+}
+
+std::shared_ptr<nn::QuantizedModuleImpl> Lowering::make_quantized(const ir::Node& node, const std::string& type,
+                                                                  std::optional<nn::OutputQParams> output) {
+  try {
+    return nn::quantized_from_reference(type, *module(&node), output);
+  } catch (const c10::Error& e) {
+    refusals[&node] = "cannot build " + type + ": " + e.what_without_backtrace();
+    return nullptr;
+  }
+}
+
+bool is_call(const ir::Node& node, ir::Opcode op, const char* target) {
+  if (node.op() != op) return false;
+  return op == ir::Opcode::kCallFunction ? function_name(node) == target : node.target() == target;
+}
+
+bool is_dequantize(const ir::Argument& arg) {
+  return arg.is_node() && is_call(*arg.to_node(), ir::Opcode::kCallMethod, "dequantize");
+}
+
+bool has_none_qconfig(const ir::Node& node) { return node.meta().count(kQConfigMeta) > 0 && !node_qconfig(node); }
+
+nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q) {
+  at::Tensor scale = l.gm.get_attr(q.args().at(1).to_node()->target()).toTensor();
+  at::Tensor zero_point = l.gm.get_attr(q.args().at(2).to_node()->target()).toTensor();
+  return {scale.item<double>(), zero_point.item<int64_t>()};
+}
+
+namespace {
+
+bool is_relu(const Lowering& l, const ir::Node& node) {
+  if (node.op() == ir::Opcode::kCallFunction) {
+    std::string f = function_name(node);
+    return f == "torch.nn.functional.relu" || f == "torch.relu";
+  }
+  auto m = l.module(&node);
+  return m != nullptr && ir::module_type_name(*m) == "torch.nn.ReLU";
+}
+
+}  // namespace
+
+std::optional<StaticMatch> match_static(const Lowering& l, ir::Node* node,
+                                        const std::function<bool(const ir::Node&)>& accept,
+                                        const std::vector<size_t>& dequantize_indexes) {
+  if (!is_call(*node, ir::Opcode::kCallFunction, "torch.quantize_per_tensor")) return std::nullopt;
+  StaticMatch m;
+  m.q = node;
+  if (node->args().empty() || !node->args()[0].is_node()) return std::nullopt;
+  m.ref = node->args()[0].to_node();
+  if (is_relu(l, *m.ref)) {
+    m.relu = m.ref;
+    if (m.relu->args().empty() || !m.relu->args()[0].is_node()) return std::nullopt;
+    m.ref = m.relu->args()[0].to_node();
+  }
+  if (has_none_qconfig(*m.ref) || !accept(*m.ref)) return std::nullopt;
+  bool dequantized = false;
+  for (size_t i : dequantize_indexes) {
+    if (i >= m.ref->args().size()) return std::nullopt;
+    const ir::Argument& arg = m.ref->args()[i];
+    if (is_dequantize(arg)) {
+      dequantized = true;
+    } else if (arg.is_node()) {
+      return std::nullopt;
+    }
+  }
+  if (!dequantized) return std::nullopt;
+  return m;
+}
+
+}  // namespace qfx::passes::detail
