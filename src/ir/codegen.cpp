@@ -65,6 +65,23 @@ std::string fill_form(const char* form, const std::vector<Argument>& args) {
   return out;
 }
 
+/// An index in subscript syntax: `a:b:c` for slices (None parts left out),
+/// `...` for Ellipsis, tuples as comma-separated items.
+std::string format_subscript(const Argument& index) {
+  if (index.kind() == Argument::Kind::kEllipsis) return "...";
+  if (index.kind() == Argument::Kind::kSlice) {
+    const auto& parts = index.items();
+    std::string out = parts[0].is_none() ? "" : format_argument(parts[0], false);
+    out += ":" + (parts[1].is_none() ? "" : format_argument(parts[1], false));
+    if (!parts[2].is_none()) out += ":" + format_argument(parts[2], false);
+    return out;
+  }
+  if (index.kind() != Argument::Kind::kTuple) return format_argument(index, false);
+  std::string out;
+  for (const Argument& item : index.items()) out += (out.empty() ? "" : ", ") + format_subscript(item);
+  return out;
+}
+
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s) {
@@ -102,7 +119,8 @@ std::string format_call_args(const std::vector<Argument>& args, size_t first, co
 
 class CodeWriter {
  public:
-  CodeWriter(const Graph& graph, std::string root) : graph_(graph), root_(std::move(root)) {
+  CodeWriter(const Graph& graph, std::string root, const CodegenHooks& hooks)
+      : graph_(graph), root_(std::move(root)), hooks_(hooks) {
     for (Node* n : graph.nodes()) globals_.reserve(n->name());
   }
   std::string write();
@@ -115,6 +133,7 @@ class CodeWriter {
 
   const Graph& graph_;
   std::string root_;
+  const CodegenHooks& hooks_;
   Namespace globals_;
   std::unordered_map<std::string, std::string> global_names_;
   std::unordered_map<const Node*, std::vector<const Node*>> last_uses_;
@@ -133,6 +152,9 @@ std::string CodeWriter::function_name(const std::string& target) {
 std::string CodeWriter::call_function(const Node& node) {
   const std::string& target = node.target();
   const auto& args = node.args();
+  if (hooks_.subscript_syntax && target == "operator.getitem" && args.size() == 2) {
+    return node.name() + " = " + format_argument(args[0], false) + "[" + format_subscript(args[1]) + "]";
+  }
   if (const char* form = find_form(kMagicMethods, target)) {
     return node.name() + " = " + fill_form(form, args);
   }
@@ -158,6 +180,11 @@ std::string CodeWriter::statement(const Node& node) {
     case Opcode::kCallFunction:
       return call_function(node);
     case Opcode::kCallModule:
+      if (hooks_.call_module) {
+        std::vector<std::string> printed;
+        for (const Argument& a : args) printed.push_back(format_argument(a, false));
+        return node.name() + " = " + hooks_.call_module(node, printed);
+      }
       return node.name() + " = " + format_target(root_, node.target()) + "(" +
              format_call_args(args, 0, node.kwargs()) + ")";
     case Opcode::kGetAttr:
@@ -170,7 +197,7 @@ std::string CodeWriter::statement(const Node& node) {
 
 std::string CodeWriter::free_values(const Node& node) {
   auto it = last_uses_.find(&node);
-  if (node.op() == Opcode::kOutput || it == last_uses_.end()) return "\n";
+  if (node.op() == Opcode::kOutput || it == last_uses_.end() || !hooks_.release_values) return "\n";
   std::string out = ";  ";
   for (const Node* dead : it->second) out += dead->name() + " = ";
   return out + "None\n";
@@ -213,7 +240,11 @@ std::string CodeWriter::write() {
 }  // namespace
 
 std::string python_code(const Graph& graph, const std::string& root_module) {
-  return CodeWriter(graph, root_module).write();
+  return CodeWriter(graph, root_module, CodegenHooks()).write();
+}
+
+std::string python_code(const Graph& graph, const std::string& root_module, const CodegenHooks& hooks) {
+  return CodeWriter(graph, root_module, hooks).write();
 }
 
 std::string Graph::python_code(const std::string& root_module) const {

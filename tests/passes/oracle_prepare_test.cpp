@@ -10,6 +10,7 @@
 #include "qfx/backend/backend_json.h"
 #include "qfx/backend/builtin_backends.h"
 #include "qfx/io/tensor_io.h"
+#include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/ir/module_registry.h"
@@ -90,6 +91,15 @@ std::map<std::string, std::string> observer_rows(const nlohmann::json& record) {
   return rows;
 }
 
+/// What the TorchScript export of `gm` computes on `input`, loaded back with torch::jit::load.
+c10::IValue exported_output(const ir::GraphModule& gm, const c10::IValue& input) {
+  std::string path = ::testing::TempDir() + "qfx_export_test.pt";
+  io::export_torchscript(gm, path);
+  torch::jit::Module module = torch::jit::load(path);
+  std::vector<c10::IValue> inputs = io::as_inputs(input, "input");
+  return module.forward(inputs);
+}
+
 TEST_P(OraclePrepare, MatchesPyTorch) {
   nlohmann::json record = test::fixture_case("prepare.json", GetParam());
   auto gm = io::import_torchscript(test::fixture(record["model"]));
@@ -133,6 +143,7 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   c10::IValue expected = io::load_value(test::fixture(reference["output"]));
   c10::IValue ours_out = ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
   EXPECT_LE(test::max_relative_error(ours_out, expected), 1e-6);
+  EXPECT_LE(test::max_relative_error(exported_output(*gm, input), ours_out), 1e-6) << "exported reference model";
 
   // convert_fx's lowering, on the engine PyTorch used
   const nlohmann::json& lowered = record["lowered"];
@@ -154,6 +165,7 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   }
   c10::IValue lowered_expected = io::load_value(test::fixture(lowered["output"]));
   c10::IValue lowered_out = ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
+  EXPECT_EQ(test::max_abs_error(exported_output(*gm, input), lowered_out), 0.0) << "exported lowered model";
   double step = lowered["output_step"].get<double>();
   if (step > 0) {
     EXPECT_LE(test::max_abs_error(lowered_out, lowered_expected), step * (1 + 1e-6)) << "one output step: " << step;

@@ -16,7 +16,9 @@
 
 #include "qfx/ir/argument.h"
 
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace qfx::ir {
 
@@ -37,5 +39,19 @@ std::string graph_to_string(const Graph& graph);
 /// `GraphModule.code` prints it for the same graph; `root_module` is the name
 /// the code uses for the module (`self`).
 std::string python_code(const Graph& graph, const std::string& root_module = "self");
+
+/// What python_code can print differently (TorchScript export).
+struct CodegenHooks {
+  /// The expression a call_module node becomes, given its printed arguments;
+  /// unset: `self.path(args)`.
+  std::function<std::string(const Node&, const std::vector<std::string>&)> call_module;
+  /// FX's `;  x = None` after a value's last use (TorchScript cannot retype
+  /// a variable, so export turns it off).
+  bool release_values = true;
+  /// Indexes as Python's subscript syntax (`x[:, 0:12]`) instead of FX's
+  /// slice objects (`x[(slice(None, None, None), slice(0, 12, None))]`).
+  bool subscript_syntax = false;
+};
+std::string python_code(const Graph& graph, const std::string& root_module, const CodegenHooks& hooks);
 
 }  // namespace qfx::ir

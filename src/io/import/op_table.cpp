@@ -14,7 +14,9 @@ using ir::Opcode;
 constexpr Opcode kFn = Opcode::kCallFunction;
 constexpr Opcode kMethod = Opcode::kCallMethod;
 
-const std::vector<OpMapping>& rows() {
+}  // namespace
+
+const std::vector<OpMapping>& op_mappings() {
   static const std::vector<OpMapping> kRows = {
       // x + y, x += y  =>  operator.add (torch.add when alpha is given)
       {"aten::add", kFn, "operator.add", {}, 2, "torch.add"},
@@ -119,12 +121,10 @@ const std::vector<OpMapping>& rows() {
   return kRows;
 }
 
-}  // namespace
-
 const OpMapping* find_op_mapping(const std::string& aten_name) {
   static const auto kIndex = [] {
     std::unordered_map<std::string, const OpMapping*> index;
-    for (const OpMapping& row : rows()) index.emplace(row.aten, &row);
+    for (const OpMapping& row : op_mappings()) index.emplace(row.aten, &row);
     return index;
   }();
   auto it = kIndex.find(aten_name);

@@ -22,6 +22,9 @@ struct OpMapping {
   bool inplace = false;        ///< add `inplace=True`
 };
 
+/// Every mapping, in table order (export reads the table backwards).
+const std::vector<OpMapping>& op_mappings();
+
 /// The mapping for an ATen op name, or nullptr.
 const OpMapping* find_op_mapping(const std::string& aten_name);
 

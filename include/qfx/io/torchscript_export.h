@@ -1,0 +1,31 @@
+#pragma once
+/// \file
+/// Export to TorchScript: a GraphModule (float, prepared, reference or
+/// lowered) as a TorchScript archive that Python's `torch.jit.load` and C++'s
+/// `torch::jit::load` run with the qfx interpreter's results. The archive's
+/// one module holds every tensor, packed weight and qparam as an attribute;
+/// its forward is the graph's code with each module call written out as the
+/// ATen or `torch.ops.quantized` call it makes. Observers export as pass-through
+/// (an exported prepared model computes the float outputs but does not
+/// calibrate); FakeQuantize modules do not export.
+///
+/// \code
+///   qfx::convert_fx(*gm);
+///   qfx::io::export_torchscript(*gm, "model_int8.pt");  // torch.jit.load("model_int8.pt")(x)
+/// \endcode
+
+#include "qfx/ir/graph_module.h"
+
+#include <string>
+
+namespace qfx::io {
+
+/// The TorchScript source of the exported forward.
+std::string torchscript_source(const ir::GraphModule& gm);
+
+/// Writes the archive to `path` (through a temporary file: on error nothing
+/// is left at `path`). c10::Error names the node or module without a
+/// TorchScript form.
+void export_torchscript(const ir::GraphModule& gm, const std::string& path);
+
+}  // namespace qfx::io

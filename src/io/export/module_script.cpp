@@ -1,0 +1,335 @@
+// Module kinds as TorchScript expressions (eval-mode forward), one emitter
+// per PyTorch module type.
+
+#include "module_script.h"
+
+#include "qfx/ir/module_registry.h"
+#include "qfx/ir/namespace.h"
+#include "qfx/ir/python_literals.h"
+#include "qfx/nn/activation.h"
+#include "qfx/nn/intrinsic.h"
+#include "qfx/nn/quantized.h"
+#include "qfx/nn/reference.h"
+#include "qfx/quant/observer_base.h"
+
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/instancenorm.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/pooling.h>
+
+#include <functional>
+#include <map>
+
+namespace qfx::io::detail {
+namespace {
+
+using Inputs = std::vector<std::string>;
+
+std::string ints(c10::IntArrayRef v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+std::string num(double v) { return ir::python_float_repr(v); }
+std::string flag(bool v) { return v ? "True" : "False"; }
+
+/// Calls `fn` with the module's own parameters and buffers named by path.
+struct Emit {
+  const torch::nn::Module& m;
+  const std::string& path;
+  const Inputs& in;
+  ScriptAttrs& attrs;
+
+  const std::string& x() const { return in.at(0); }
+  /// `self.<path>_<name>` for a parameter or buffer, or None.
+  std::string tensor(const char* name, const at::Tensor& value) const {
+    return value.defined() ? attrs.add(path + "." + name, value) : "None";
+  }
+  std::string param(const char* name) const {
+    const at::Tensor* t = m.named_parameters(false).find(name);
+    if (t == nullptr) t = m.named_buffers(false).find(name);
+    return tensor(name, t != nullptr ? *t : at::Tensor());
+  }
+};
+
+template <typename Impl>
+const Impl& as(const torch::nn::Module& m) {
+  return dynamic_cast<const Impl&>(m);
+}
+
+template <size_t D, typename Options>
+std::string conv(const Emit& e, const Options& o, const std::string& weight_name, bool transposed) {
+  std::string d = std::to_string(D) + "d";
+  const std::string& weight = weight_name;
+  std::string bias = e.param("bias");
+  if (transposed) {
+    const auto& padding = c10::get<torch::ExpandingArray<D>>(o.padding());
+    return "torch.conv_transpose" + d + "(" + e.x() + ", " + weight + ", " + bias + ", " + ints(*o.stride()) + ", " +
+           ints(*padding) + ", " + ints(*o.output_padding()) + ", " + std::to_string(o.groups()) + ", " +
+           ints(*o.dilation()) + ")";
+  }
+  std::string input = e.x();
+  std::string padding;
+  if (const auto* p = c10::get_if<torch::ExpandingArray<D>>(&o.padding())) {
+    padding = ints(**p);
+    std::string mode = ir::snake_case(torch::enumtype::get_enum_name(o.padding_mode()).substr(1));
+    if (mode != "zeros") {
+      std::vector<int64_t> pad;
+      for (size_t i = D; i-- > 0;) pad.insert(pad.end(), {(**p)[i], (**p)[i]});
+      input = "torch.pad(" + input + ", " + ints(pad) + ", \"" + mode + "\")";
+      padding = ints(std::vector<int64_t>(D, 0));
+    }
+  } else {
+    padding = c10::get_if<torch::enumtype::kSame>(&o.padding()) ? "\"same\"" : "\"valid\"";
+  }
+  return "torch.conv" + d + "(" + input + ", " + weight + ", " + bias + ", " + ints(*o.stride()) + ", " + padding +
+         ", " + ints(*o.dilation()) + ", " + std::to_string(o.groups()) + ")";
+}
+
+/// F.embedding_bag: 2-D input without offsets is flattened with one bag per row.
+std::string embedding_bag(const Emit& e, const std::string& weight) {
+  const auto& o = as<torch::nn::EmbeddingBagImpl>(e.m).options;
+  int64_t mode = c10::get_if<torch::enumtype::kSum>(&o.mode()) ? 0 : c10::get_if<torch::enumtype::kMean>(&o.mode()) ? 1 : 2;
+  bool has_offsets = e.in.size() > 1 && e.in[1] != "None";
+  std::string indices = has_offsets ? e.x() : "torch.flatten(" + e.x() + ")";
+  std::string offsets = has_offsets ? e.in[1] : "torch.arange(0, " + e.x() + ".numel(), " + e.x() + ".size(1))";
+  std::string weights = e.in.size() > 2 ? e.in[2] : "None";
+  return "torch.embedding_bag(" + weight + ", " + indices + ", " + offsets + ", False, " + std::to_string(mode) +
+         ", False, " + weights + ", " + flag(o.include_last_offset()) + ", " +
+         (o.padding_idx() ? std::to_string(*o.padding_idx()) : std::string("None")) + ")[0]";
+}
+
+/// The float computation of a Linear, ConvNd, ConvTransposeNd or Embedding
+/// with the weight `weight_of()` names; empty for other modules.
+std::string weighted(const Emit& e, const std::function<std::string()>& weight_of) {
+  using namespace torch::nn;
+  const torch::nn::Module& m = e.m;
+  bool is_weighted = dynamic_cast<const LinearImpl*>(&m) || dynamic_cast<const Conv1dImpl*>(&m) ||
+                     dynamic_cast<const Conv2dImpl*>(&m) || dynamic_cast<const Conv3dImpl*>(&m) ||
+                     dynamic_cast<const ConvTranspose1dImpl*>(&m) || dynamic_cast<const ConvTranspose2dImpl*>(&m) ||
+                     dynamic_cast<const ConvTranspose3dImpl*>(&m) || dynamic_cast<const EmbeddingImpl*>(&m) ||
+                     dynamic_cast<const EmbeddingBagImpl*>(&m);
+  if (!is_weighted) return "";
+  std::string weight = weight_of();
+  if (dynamic_cast<const LinearImpl*>(&m)) return "torch.linear(" + e.x() + ", " + weight + ", " + e.param("bias") + ")";
+  if (auto* c = dynamic_cast<const Conv1dImpl*>(&m)) return conv<1>(e, c->options, weight, false);
+  if (auto* c = dynamic_cast<const Conv2dImpl*>(&m)) return conv<2>(e, c->options, weight, false);
+  if (auto* c = dynamic_cast<const Conv3dImpl*>(&m)) return conv<3>(e, c->options, weight, false);
+  if (auto* c = dynamic_cast<const ConvTranspose1dImpl*>(&m)) return conv<1>(e, c->options, weight, true);
+  if (auto* c = dynamic_cast<const ConvTranspose2dImpl*>(&m)) return conv<2>(e, c->options, weight, true);
+  if (auto* c = dynamic_cast<const ConvTranspose3dImpl*>(&m)) return conv<3>(e, c->options, weight, true);
+  if (auto* emb = dynamic_cast<const EmbeddingImpl*>(&m)) {
+    return "torch.embedding(" + weight + ", " + e.x() + ", " + std::to_string(emb->options.padding_idx().value_or(-1)) +
+           ", False, False)";
+  }
+  return embedding_bag(e, weight);
+}
+
+template <typename Impl>
+std::string batch_norm(const Emit& e) {
+  const auto& o = as<Impl>(e.m).options;
+  return "torch.batch_norm(" + e.x() + ", " + e.param("weight") + ", " + e.param("bias") + ", " +
+         e.param("running_mean") + ", " + e.param("running_var") + ", False, " + num(o.momentum().value_or(0.1)) +
+         ", " + num(o.eps()) + ", False)";
+}
+
+template <size_t D, typename Impl>
+std::string max_pool(const Emit& e) {
+  const auto& o = as<Impl>(e.m).options;
+  return "torch.max_pool" + std::to_string(D) + "d(" + e.x() + ", " + ints(*o.kernel_size()) + ", " +
+         ints(*o.stride()) + ", " + ints(*o.padding()) + ", " + ints(*o.dilation()) + ", " + flag(o.ceil_mode()) + ")";
+}
+
+template <size_t D, typename Impl>
+std::string avg_pool(const Emit& e) {
+  const auto& o = as<Impl>(e.m).options;
+  std::string out = "torch.avg_pool" + std::to_string(D) + "d(" + e.x() + ", " + ints(*o.kernel_size()) + ", " +
+                    ints(*o.stride()) + ", " + ints(*o.padding()) + ", " + flag(o.ceil_mode()) + ", " +
+                    flag(o.count_include_pad());
+  if (D > 1) out += ", " + (o.divisor_override() ? std::to_string(*o.divisor_override()) : std::string("None"));
+  return out + ")";
+}
+
+c10::optional<int64_t> optional_size(int64_t v) { return v; }
+c10::optional<int64_t> optional_size(const c10::optional<int64_t>& v) { return v; }
+
+template <size_t D, typename Impl>
+std::string adaptive_avg_pool(const Emit& e) {
+  const auto& size = as<Impl>(e.m).options.output_size();
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < D; ++i) {
+    c10::optional<int64_t> n = optional_size(size->at(i));
+    TORCH_CHECK(n.has_value(), "export: AdaptiveAvgPool with a None output size is not supported");
+    out.push_back(*n);
+  }
+  return "torch.adaptive_avg_pool" + std::to_string(D) + "d(" + e.x() + ", " + ints(out) + ")";
+}
+
+template <typename Impl>
+std::string instance_norm(const Emit& e) {
+  const auto& o = as<Impl>(e.m).options;
+  bool stats = o.track_running_stats();
+  return "torch.instance_norm(" + e.x() + ", " + e.param("weight") + ", " + e.param("bias") + ", " +
+         (stats ? e.param("running_mean") : "None") + ", " + (stats ? e.param("running_var") : "None") + ", " +
+         flag(!stats) + ", " + num(o.momentum()) + ", " + num(o.eps()) + ", False)";
+}
+
+using Emitter = std::function<std::string(const Emit&)>;
+
+const std::map<std::string, Emitter>& float_emitters() {
+  using namespace torch::nn;
+  static const std::map<std::string, Emitter> kEmitters = {
+      {"torch.nn.ReLU", [](const Emit& e) { return "torch.relu(" + e.x() + ")"; }},
+      {"torch.nn.ReLU6", [](const Emit& e) { return "torch.hardtanh(" + e.x() + ", 0.0, 6.0)"; }},
+      {"torch.nn.Hardtanh",
+       [](const Emit& e) {
+         const auto& o = as<HardtanhImpl>(e.m).options;
+         return "torch.hardtanh(" + e.x() + ", " + num(o.min_val()) + ", " + num(o.max_val()) + ")";
+       }},
+      {"torch.nn.Sigmoid", [](const Emit& e) { return "torch.sigmoid(" + e.x() + ")"; }},
+      {"torch.nn.Tanh", [](const Emit& e) { return "torch.tanh(" + e.x() + ")"; }},
+      {"torch.nn.Hardswish", [](const Emit& e) { return "torch.hardswish(" + e.x() + ")"; }},
+      {"torch.nn.Hardsigmoid", [](const Emit& e) { return "torch.hardsigmoid(" + e.x() + ")"; }},
+      {"torch.nn.SiLU", [](const Emit& e) { return "torch.silu(" + e.x() + ")"; }},
+      {"torch.nn.GELU",
+       [](const Emit& e) {
+         return "torch.gelu(" + e.x() + ", approximate=\"" + as<GELUImpl>(e.m).options.approximate() + "\")";
+       }},
+      {"torch.nn.LeakyReLU",
+       [](const Emit& e) {
+         return "torch.leaky_relu(" + e.x() + ", " + num(as<LeakyReLUImpl>(e.m).options.negative_slope()) + ")";
+       }},
+      {"torch.nn.ELU",
+       [](const Emit& e) { return "torch.elu(" + e.x() + ", " + num(as<ELUImpl>(e.m).options.alpha()) + ")"; }},
+      {"torch.nn.PReLU", [](const Emit& e) { return "torch.prelu(" + e.x() + ", " + e.param("weight") + ")"; }},
+      {"torch.nn.Softmax",
+       [](const Emit& e) {
+         return "torch.softmax(" + e.x() + ", " + std::to_string(as<SoftmaxImpl>(e.m).options.dim()) + ")";
+       }},
+      {"torch.nn.Dropout", [](const Emit& e) { return e.x(); }},
+      {"torch.nn.Identity", [](const Emit& e) { return e.x(); }},
+      {"torch.nn.Flatten",
+       [](const Emit& e) {
+         const auto& o = as<FlattenImpl>(e.m).options;
+         return "torch.flatten(" + e.x() + ", " + std::to_string(o.start_dim()) + ", " + std::to_string(o.end_dim()) + ")";
+       }},
+      {"torch.nn.BatchNorm1d", batch_norm<BatchNorm1dImpl>},
+      {"torch.nn.BatchNorm2d", batch_norm<BatchNorm2dImpl>},
+      {"torch.nn.BatchNorm3d", batch_norm<BatchNorm3dImpl>},
+      {"torch.nn.InstanceNorm1d", instance_norm<InstanceNorm1dImpl>},
+      {"torch.nn.InstanceNorm2d", instance_norm<InstanceNorm2dImpl>},
+      {"torch.nn.InstanceNorm3d", instance_norm<InstanceNorm3dImpl>},
+      {"torch.nn.LayerNorm",
+       [](const Emit& e) {
+         const auto& o = as<LayerNormImpl>(e.m).options;
+         return "torch.layer_norm(" + e.x() + ", " + ints(o.normalized_shape()) + ", " + e.param("weight") + ", " +
+                e.param("bias") + ", " + num(o.eps()) + ")";
+       }},
+      {"torch.nn.GroupNorm",
+       [](const Emit& e) {
+         const auto& o = as<GroupNormImpl>(e.m).options;
+         return "torch.group_norm(" + e.x() + ", " + std::to_string(o.num_groups()) + ", " + e.param("weight") + ", " +
+                e.param("bias") + ", " + num(o.eps()) + ")";
+       }},
+      {"torch.nn.MaxPool1d", max_pool<1, MaxPool1dImpl>},
+      {"torch.nn.MaxPool2d", max_pool<2, MaxPool2dImpl>},
+      {"torch.nn.MaxPool3d", max_pool<3, MaxPool3dImpl>},
+      {"torch.nn.AvgPool1d", avg_pool<1, AvgPool1dImpl>},
+      {"torch.nn.AvgPool2d", avg_pool<2, AvgPool2dImpl>},
+      {"torch.nn.AvgPool3d", avg_pool<3, AvgPool3dImpl>},
+      {"torch.nn.AdaptiveAvgPool1d", adaptive_avg_pool<1, AdaptiveAvgPool1dImpl>},
+      {"torch.nn.AdaptiveAvgPool2d", adaptive_avg_pool<2, AdaptiveAvgPool2dImpl>},
+      {"torch.nn.AdaptiveAvgPool3d", adaptive_avg_pool<3, AdaptiveAvgPool3dImpl>},
+  };
+  return kEmitters;
+}
+
+std::string quantized(const nn::QuantizedModuleImpl& q, const Emit& e) {
+  const nn::QuantizedCall& call = q.call();
+  std::string input = e.x();
+  for (const auto& [name, value] : q.attributes()) {
+    if (name == "padding_mode" && value.toStringRef() != "zeros") {
+      input = "torch.pad(" + input + ", " + ints(q.attribute("_reversed_padding_repeated_twice").toIntVector()) +
+              ", \"" + value.toStringRef() + "\")";
+    }
+  }
+  if (call.op.empty()) return input;
+  std::string args;
+  for (const std::string& token : call.args) {
+    std::string arg;
+    if (token[0] == '=') {
+      arg = token.substr(1);
+    } else if (token[0] == '$') {
+      bool optional = token.back() == '?';
+      size_t index = std::stoul(token.substr(1, token.size() - 1 - optional));
+      arg = token == "$0" ? input : index < e.in.size() ? e.in[index] : "None";
+    } else {
+      const c10::IValue& value = q.attribute(token);
+      bool literal = value.isDouble() || value.isInt() || value.isBool() || value.isNone() || value.isIntList();
+      arg = literal ? script_literal(value) : e.attrs.add(e.path + "." + token, value);
+    }
+    args += (args.empty() ? "" : ", ") + arg;
+  }
+  std::string op = call.op;
+  return "torch.ops." + op.replace(op.find("::"), 2, ".") + "(" + args + ")";
+}
+
+}  // namespace
+
+std::string ScriptAttrs::add(const std::string& hint, const c10::IValue& value) {
+  std::string base;
+  for (char c : hint) base += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+  if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "_" + base;
+  std::string name = base;
+  for (int i = 1; !taken_.insert(name).second; ++i) name = base + "_" + std::to_string(i);
+  values_.emplace_back(name, value);
+  return "self." + name;
+}
+
+std::string script_literal(const c10::IValue& value) {
+  if (value.isNone()) return "None";
+  if (value.isBool()) return flag(value.toBool());
+  if (value.isInt()) return std::to_string(value.toInt());
+  if (value.isDouble()) return num(value.toDouble());
+  if (value.isIntList()) return ints(value.toIntVector());
+  TORCH_CHECK(false, "export: no TorchScript literal for a ", value.tagKind());
+}
+
+std::string module_expression(const torch::nn::Module& module, const std::string& path, const Inputs& inputs,
+                              ScriptAttrs& attrs) {
+  Emit e{module, path, inputs, attrs};
+  std::string type = ir::module_type_name(module);
+  if (auto* q = dynamic_cast<const nn::QuantizedModuleImpl*>(&module)) return quantized(*q, e);
+  if (dynamic_cast<const quant::ActivationPostProcess*>(&module) != nullptr) {
+    TORCH_CHECK(type.find("FakeQuantize") == std::string::npos, "export: ", type, " at '", path,
+                "' has no TorchScript form; convert the model first");
+    return inputs.at(0);  // observers pass values through
+  }
+  if (auto* ref = dynamic_cast<const nn::ReferenceModuleImpl*>(&module)) {
+    Emit inner{*ref->float_module(), path, inputs, attrs};
+    std::string out =
+        weighted(inner, [&] { return attrs.add(path + ".weight_dequantized", ref->weight_dequantized()); });
+    if (!out.empty()) return out;
+  }
+  if (auto* fused = dynamic_cast<const nn::FusedModuleImpl*>(&module)) {
+    std::string out = module_expression(*fused->module(0), path + ".0", inputs, attrs);
+    if (nn::fused_kind_info(fused->kind()).adds_second_input) out = "torch.add(" + out + ", " + inputs.at(1) + ")";
+    for (size_t i = 1; i < fused->modules().size(); ++i) {
+      out = module_expression(*fused->module(i), path + "." + std::to_string(i), {out}, attrs);
+    }
+    return out;
+  }
+  std::string out = weighted(e, [&] { return e.param("weight"); });
+  if (!out.empty()) return out;
+  auto it = float_emitters().find(type);
+  TORCH_CHECK(it != float_emitters().end(), "export: no TorchScript form for ", type, " (module '", path, "')");
+  return it->second(e);
+}
+
+}  // namespace qfx::io::detail

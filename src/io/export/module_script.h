@@ -1,0 +1,37 @@
+#pragma once
+// The TorchScript form of each module kind: an expression over the call's
+// inputs, with the module's tensors and packed weights as attributes of the
+// exported root module.
+
+#include <ATen/core/ivalue.h>
+#include <torch/nn/module.h>
+
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace qfx::io::detail {
+
+/// The attributes of the exported module, each named once.
+class ScriptAttrs {
+ public:
+  /// `self.<name>` for a new attribute holding `value`, named after `hint`
+  /// (a module path; dots become underscores).
+  std::string add(const std::string& hint, const c10::IValue& value);
+  const std::vector<std::pair<std::string, c10::IValue>>& values() const { return values_; }
+
+ private:
+  std::vector<std::pair<std::string, c10::IValue>> values_;
+  std::set<std::string> taken_;
+};
+
+/// The expression that computes `module` (at `path`) on `inputs` (printed
+/// arguments); c10::Error naming the module type when it has no TorchScript form.
+std::string module_expression(const torch::nn::Module& module, const std::string& path,
+                              const std::vector<std::string>& inputs, ScriptAttrs& attrs);
+
+/// A value as a TorchScript literal: ints, floats, bools, None, int lists.
+std::string script_literal(const c10::IValue& value);
+
+}  // namespace qfx::io::detail

@@ -1,0 +1,154 @@
+// export_torchscript: the graph rewritten into TorchScript's vocabulary
+// (functional calls as ATen ops, dtypes as their codes, attributes flattened
+// onto one root), printed by the FX code writer, compiled with
+// torch::jit::Module::define and saved.
+
+#include "qfx/io/torchscript_export.h"
+
+#include "../import/op_table.h"
+#include "module_script.h"
+
+#include "qfx/ir/printer.h"
+
+#include <torch/csrc/jit/frontend/resolver.h>
+#include <torch/script.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace qfx::io {
+namespace {
+
+using detail::ScriptAttrs;
+
+/// `torch` is ATen's ops plus `torch.ops.NS.op`, as Python's torch.
+struct TorchValue : torch::jit::SugaredValue {
+  std::string kind() const override { return "torch"; }
+  std::shared_ptr<torch::jit::SugaredValue> attr(const torch::jit::SourceRange& loc, torch::jit::GraphFunction& m,
+                                                 const std::string& field) override {
+    if (field == "ops") return std::make_shared<OpsValue>();
+    return std::make_shared<torch::jit::BuiltinModule>("aten")->attr(loc, m, field);
+  }
+  struct OpsValue : torch::jit::SugaredValue {
+    std::string kind() const override { return "torch.ops"; }
+    std::shared_ptr<torch::jit::SugaredValue> attr(const torch::jit::SourceRange&, torch::jit::GraphFunction&,
+                                                   const std::string& ns) override {
+      return std::make_shared<torch::jit::BuiltinModule>(ns);
+    }
+  };
+};
+
+struct TorchResolver : torch::jit::Resolver {
+  std::shared_ptr<torch::jit::SugaredValue> resolveValue(const std::string& name, torch::jit::GraphFunction&,
+                                                         const torch::jit::SourceRange&) override {
+    return name == "torch" ? std::make_shared<TorchValue>() : nullptr;
+  }
+};
+
+/// Dtypes, layouts and memory formats as the integer codes TorchScript reads.
+ir::Argument as_codes(const ir::Argument& arg) {
+  switch (arg.kind()) {
+    case ir::Argument::Kind::kDtype: return static_cast<int64_t>(arg.to_dtype());
+    case ir::Argument::Kind::kLayout: return static_cast<int64_t>(arg.to_layout());
+    case ir::Argument::Kind::kMemoryFormat: return static_cast<int64_t>(arg.to_memory_format());
+    case ir::Argument::Kind::kList:
+    case ir::Argument::Kind::kTuple: {
+      ir::Argument::Items items;
+      for (const ir::Argument& item : arg.items()) items.push_back(as_codes(item));
+      return arg.kind() == ir::Argument::Kind::kList ? ir::Argument::list(items) : ir::Argument::tuple(items);
+    }
+    default: return arg;
+  }
+}
+
+/// A `torch.nn.functional.X` call as the ATen op the importer read it from.
+void to_aten(ir::Node& node) {
+  const ir::Argument* inplace = node.kwarg("inplace");
+  bool want_inplace = inplace != nullptr && inplace->kind() == ir::Argument::Kind::kBool && inplace->to_bool();
+  for (const detail::OpMapping& row : detail::op_mappings()) {
+    if (row.op != ir::Opcode::kCallFunction || node.target() != row.target || row.inplace != want_inplace) continue;
+    std::vector<ir::Argument> args(row.order.empty() ? node.args().size() : 0);
+    if (row.order.empty()) {
+      args = node.args();
+    } else {
+      for (size_t i = 0; i < row.order.size() && i < node.args().size(); ++i) {
+        size_t at = static_cast<size_t>(row.order[i]);
+        if (args.size() <= at) args.resize(at + 1);
+        args[at] = node.args()[i];
+      }
+    }
+    ir::Kwargs kwargs;
+    for (const auto& kv : node.kwargs()) {
+      if (kv.first != "inplace") kwargs.push_back(kv);
+    }
+    node.set_target("torch." + std::string(row.aten).substr(6));
+    node.set_args(args);
+    node.set_kwargs(kwargs);
+    return;
+  }
+  TORCH_CHECK(false, "export: no TorchScript form for %", node.name(), " (", node.target(), ")");
+}
+
+/// The graph in TorchScript's vocabulary, with attributes registered in `attrs`.
+std::unique_ptr<ir::Graph> script_graph(const ir::GraphModule& gm, ScriptAttrs& attrs) {
+  std::unique_ptr<ir::Graph> graph = gm.graph().clone();
+  for (ir::Node* node : graph->nodes()) {
+    std::vector<ir::Argument> args;
+    for (const ir::Argument& a : node->args()) args.push_back(as_codes(a));
+    node->set_args(args);
+    ir::Kwargs kwargs;
+    for (const auto& [k, v] : node->kwargs()) kwargs.emplace_back(k, as_codes(v));
+    node->set_kwargs(kwargs);
+    if (node->op() == ir::Opcode::kGetAttr) {
+      node->set_target(attrs.add(node->target(), gm.get_attr(node->target())).substr(5));
+    } else if (node->op() == ir::Opcode::kCallFunction) {
+      const std::string& t = node->target();
+      if (t.rfind("torch.nn.functional.", 0) == 0) to_aten(*node);
+      bool known = t.rfind("torch.", 0) == 0 || t.rfind("operator.", 0) == 0 || t == "getattr";
+      TORCH_CHECK(known, "export: no TorchScript form for %", node->name(), " (", t, ")");
+    }
+  }
+  return graph;
+}
+
+std::string source_of(const ir::GraphModule& gm, ScriptAttrs& attrs) {
+  std::unique_ptr<ir::Graph> graph = script_graph(gm, attrs);
+  ir::CodegenHooks hooks;
+  hooks.release_values = false;
+  hooks.subscript_syntax = true;
+  hooks.call_module = [&](const ir::Node& node, const std::vector<std::string>& args) {
+    return detail::module_expression(*gm.get_submodule(node.target()), node.target(), args, attrs);
+  };
+  return ir::python_code(*graph, "self", hooks).substr(3);  // drop FX's leading blank lines
+}
+
+}  // namespace
+
+std::string torchscript_source(const ir::GraphModule& gm) {
+  ScriptAttrs attrs;
+  return source_of(gm, attrs);
+}
+
+void export_torchscript(const ir::GraphModule& gm, const std::string& path) {
+  ScriptAttrs attrs;
+  std::string source = source_of(gm, attrs);
+  torch::jit::Module module("__torch__.qfx.ExportedModule");
+  for (const auto& [name, value] : attrs.values()) {
+    module.register_attribute(name, value.type(), value, /*is_param=*/false, /*is_buffer=*/value.isTensor());
+  }
+  try {
+    module.define(source, std::make_shared<TorchResolver>());
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "export: TorchScript rejected the generated forward: ", e.what());
+  }
+  std::string temporary = path + ".partial";
+  try {
+    module.save(temporary);
+  } catch (const std::exception& e) {
+    std::remove(temporary.c_str());
+    TORCH_CHECK(false, "export: cannot write ", path, ": ", e.what());
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+}  // namespace qfx::io
