@@ -48,12 +48,14 @@ const ReferenceModuleImpl& reference_in(Source src) {
 c10::IValue optional_tensor(const at::Tensor& t) { return t.defined() ? c10::IValue(t) : c10::IValue(); }
 
 at::Tensor param(const torch::nn::Module& m, const char* name) {
-  const at::Tensor* t = m.named_parameters(false).find(name);
+  auto params = m.named_parameters(false);  // find() points into this dict
+  const at::Tensor* t = params.find(name);
   return t != nullptr ? *t : at::Tensor();
 }
 
 at::Tensor buffer(const torch::nn::Module& m, const char* name) {
-  const at::Tensor* t = m.named_buffers(false).find(name);
+  auto buffers = m.named_buffers(false);  // find() points into this dict
+  const at::Tensor* t = buffers.find(name);
   return t != nullptr ? *t : at::Tensor();
 }
 

@@ -105,6 +105,7 @@ bool supported(PrepareContext& ctx, const ir::Node& node, const QuantMatch& matc
   if (why.empty()) why = detail::unsupported_reason(match, qconfig, ctx.dtypes, ctx.weight_args);
   if (why.empty()) return true;
   ctx.rejected.insert(&match);
+  for (ir::Node* n : match.nodes) n->meta()[kFloatReasonMeta] = why;
   TORCH_WARN("prepare: %", match.last->name(), " (", match.config->pattern().str(), ") stays float: ", why);
   if (ctx.options.explain) *ctx.options.explain << "%" << match.last->name() << " stays float: " << why << "\n";
   return false;

@@ -212,6 +212,44 @@ expect_error 2 "" -- nonsense
 ls "$work" | grep -q '\.tmp\.' && fail "an error left a temporary file behind"
 ls core* >/dev/null 2>&1 && fail "a core file was written"
 
+# --- qfx quantize --------------------------------------------------------
+"$python" -c "import torch; g = torch.Generator().manual_seed(5); torch.save(torch.randn(12, 3, 224, 224, generator=g), '$work/calib.pt'); torch.save(torch.randn(6, 7), '$work/calib_bad_shape.pt'); x = torch.randn(4, 3, 224, 224); x[1, 0, 0, 0] = float('nan'); torch.save(x, '$work/calib_nan.pt')"
+"$qfx" quantize "$fixtures/resnet18.pt" -o "$work/r18_int8.pt" --calib "$work/calib.pt" --batch-size 4 \
+  --report "$work/r18_report.json" 2>"$work/quantize_err.txt" || fail "quantize resnet18 exited $?: $(cat "$work/quantize_err.txt")"
+"$python" "$source_dir/tests/cli/check_quantize.py" "$source_dir" "$fixtures" resnet18 onednn "$work/calib.pt" 4 \
+  "$work/r18_int8.pt" "$work/r18_report.json" || fail "quantize resnet18 differs from PyTorch"
+"$python" - "$work/r18_report.json" <<'EOF' || fail "quantize report lacks fields"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert set(r['timings']) == {'import_s', 'prepare_s', 'calibrate_s', 'convert_s', 'export_s'}, r['timings']
+conv1 = next(n for n in r['nodes'] if n['name'] == 'conv1')
+assert conv1['quantized'] and conv1['mode'] == 'static', conv1
+assert conv1['weight_qparams']['qscheme'] == 'torch.per_channel_symmetric', conv1
+relu = next(n for n in r['nodes'] if n['name'] == 'relu')
+assert relu['fused_into'] == 'bn1' and relu['quantized'], relu
+EOF
+"$qfx" quantize "$fixtures/dynamic_linears.pt" -o "$work/dyn_int8.pt" --dynamic --report "$work/dyn_report.json" \
+  || fail "quantize --dynamic exited $?"
+"$python" - "$work/dyn_report.json" "$work/dyn_int8.pt" "$fixtures/dynamic_linears.input.pt" <<'EOF' || fail "quantize --dynamic report or model wrong"
+import json, sys, torch
+r = json.load(open(sys.argv[1]))
+modes = {n['name']: n['mode'] for n in r['nodes']}
+assert modes['fc2'] == 'dynamic', modes
+m = torch.jit.load(sys.argv[2])
+assert 'linear_dynamic' in m.code, m.code
+m(torch.load(sys.argv[3]))
+EOF
+expect_error 1 "calibration data '.*calib_bad_shape.pt' batch 0: .*conv1" -- quantize "$fixtures/resnet18.pt" \
+  -o "$work/bad.pt" --calib "$work/calib_bad_shape.pt"
+expect_error 1 "calibration data '.*calib_nan.pt' batch 0 holds NaN" -- quantize "$fixtures/resnet18.pt" \
+  -o "$work/bad.pt" --calib "$work/calib_nan.pt"
+expect_error 1 "needs calibration data" -- quantize "$fixtures/resnet18.pt" -o "$work/bad.pt"
+expect_error 1 "missing_calib.pt" -- quantize "$fixtures/resnet18.pt" -o "$work/bad.pt" --calib "$work/missing_calib.pt"
+echo '{"global": {"activation": {"type": "NoSuchObserver"}}}' >"$work/bad_qconfig.json"
+expect_error 1 "bad_qconfig.json" -- quantize "$fixtures/resnet18.pt" -o "$work/bad.pt" --calib "$work/calib.pt" \
+  --qconfig "$work/bad_qconfig.json"
+[ ! -e "$work/bad.pt" ] || fail "a failed quantize left its output file"
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures CLI check(s) failed"
   exit 1

@@ -22,5 +22,7 @@ void add_observe_command(CLI::App& app, Action& action);
 void add_backend_config_command(CLI::App& app, Action& action);
 /// `qfx opt MODEL.pt --passes a,b,... [--print-after-all]`
 void add_opt_command(CLI::App& app, Action& action);
+/// `qfx quantize MODEL.pt -o OUT.pt [--calib DATA] [--report R.json] ...`
+void add_quantize_command(CLI::App& app, Action& action);
 
 }  // namespace qfx::cli

@@ -14,6 +14,10 @@ inline constexpr const char* kQConfigMeta = "qconfig";
 /// `meta()[kObservedMeta]` holds `true` for nodes of an observed pattern.
 inline constexpr const char* kObservedMeta = "observed";
 
+/// `meta()[kFloatReasonMeta]` holds a std::string: why a node with a
+/// qconfig stays float (the backend cannot honour it).
+inline constexpr const char* kFloatReasonMeta = "float_reason";
+
 /// The qconfig insert-observers gave `node` (nullopt if none or not prepared).
 quant::QConfigAny node_qconfig(const ir::Node& node);
 /// True when insert-observers observed `node`'s pattern.

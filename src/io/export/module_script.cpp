@@ -52,8 +52,10 @@ struct Emit {
     return value.defined() ? attrs.add(path + "." + name, value) : "None";
   }
   std::string param(const char* name) const {
-    const at::Tensor* t = m.named_parameters(false).find(name);
-    if (t == nullptr) t = m.named_buffers(false).find(name);
+    auto params = m.named_parameters(false);  // find() points into these dicts
+    auto buffers = m.named_buffers(false);
+    const at::Tensor* t = params.find(name);
+    if (t == nullptr) t = buffers.find(name);
     return tensor(name, t != nullptr ? *t : at::Tensor());
   }
 };
