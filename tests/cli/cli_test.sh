@@ -212,6 +212,15 @@ expect_error 2 "" -- nonsense
 ls "$work" | grep -q '\.tmp\.' && fail "an error left a temporary file behind"
 ls core* >/dev/null 2>&1 && fail "a core file was written"
 
+# lower-to-native --explain: what stays reference, and why
+"$python" -c "import json; c = [c for c in json.load(open('$fixtures/prepare.json')) if c['case'] == 'module_zoo'][0]; json.dump(c['qconfig_mapping'], open('$work/module_zoo.json', 'w'))"
+"$qfx" opt "$fixtures/module_zoo.pt" --passes fuse,insert-observers,convert-to-reference,lower-to-native \
+  --qconfig "$work/module_zoo.json" --explain >"$work/lower_out.txt" 2>"$work/lower_err.txt" || fail "opt lower-to-native exited $?"
+grep -q "^%tconv1d stays reference: cannot build torch.ao.nn.quantized.ConvTranspose1d: .*ONEDNN only supports zero output_padding" \
+  "$work/lower_err.txt" || fail "lower-to-native --explain does not say why tconv1d stays reference"
+grep -q "^%tconv3d stays reference: PyTorch 1.13 lowers no torch.ao.nn.quantized.reference.ConvTranspose3d" \
+  "$work/lower_err.txt" || fail "lower-to-native --explain does not say why tconv3d stays reference"
+
 # --- qfx quantize --------------------------------------------------------
 "$python" -c "import torch; g = torch.Generator().manual_seed(5); torch.save(torch.randn(12, 3, 224, 224, generator=g), '$work/calib.pt'); torch.save(torch.randn(6, 7), '$work/calib_bad_shape.pt'); x = torch.randn(4, 3, 224, 224); x[1, 0, 0, 0] = float('nan'); torch.save(x, '$work/calib_nan.pt')"
 "$qfx" quantize "$fixtures/resnet18.pt" -o "$work/r18_int8.pt" --calib "$work/calib.pt" --batch-size 4 \
