@@ -164,6 +164,32 @@ bool is_weighted_module(const backend::BackendConfig& backend, const torch::nn::
   return false;
 }
 
+/// PyTorch's maybe_recursive_remove_dequantize: `output` reads the
+/// quantized values its dequantize nodes came from.
+void remove_dequantize(const ir::Argument& arg, ir::Node& output) {
+  if (arg.is_node() && arg.to_node()->op() == ir::Opcode::kCallMethod && arg.to_node()->target() == "dequantize") {
+    output.replace_input_with(arg.to_node(), arg.to_node()->args().at(0).to_node());
+  } else if (arg.has_items()) {
+    for (const ir::Argument& item : arg.items()) remove_dequantize(item, output);
+  }
+}
+
+/// output_quantized_indexes: the listed outputs stay quantized.
+void keep_outputs_quantized(ir::Graph& graph, const std::vector<int64_t>& indexes) {
+  if (indexes.empty()) return;
+  ir::Node* output = graph.output_node();
+  ir::Argument result = output->args().at(0);
+  if (result.kind() == ir::Argument::Kind::kList || result.kind() == ir::Argument::Kind::kTuple) {
+    for (int64_t i : indexes) {
+      TORCH_CHECK(i >= 0 && static_cast<size_t>(i) < result.items().size(), "output_quantized_indexes: output ", i,
+                  " does not exist (the model returns ", result.items().size(), " values)");
+      remove_dequantize(result.items()[i], *output);
+    }
+  } else if (std::find(indexes.begin(), indexes.end(), 0) != indexes.end()) {
+    remove_dequantize(result, *output);
+  }
+}
+
 }  // namespace
 
 bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
@@ -187,6 +213,7 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
       }
     }
   }
+  keep_outputs_quantized(gm.graph(), options.output_quantized_indexes);
   gm.graph().eliminate_dead_code();
   gm.rebuild_module_tree();
   gm.set_class_name("GraphModule");

@@ -36,6 +36,7 @@ from torch.ao.quantization import (QConfig, QConfigMapping, default_dynamic_qcon
 from torch.ao.quantization import observer as ob
 from torch.ao.quantization.backend_config import get_qnnpack_backend_config
 from torch.ao.quantization.fx.fuse import fuse
+from torch.ao.quantization.fx.custom_config import PrepareCustomConfig
 from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, prepare_fx
 
 import backend_fixtures
@@ -231,11 +232,19 @@ PREPARE_CASES = [
     ('mobilenet_v2_qnnpack', 'mobilenet_v2', 'qnnpack', lambda: get_default_qconfig_mapping('qnnpack')),
     ('mobilenet_v3_large_onednn', 'mobilenet_v3_large', 'native', lambda: get_default_qconfig_mapping('onednn')),
     ('mobilenet_v3_large', 'mobilenet_v3_large', 'qnnpack', lambda: get_default_qconfig_mapping('qnnpack')),
+    ('linear_relu_quantized_io', 'linear_relu', 'native',
+     lambda: QConfigMapping().set_global(get_default_qconfig('fbgemm'))),
     ('shared_input', 'shared_input', 'native', lambda: get_default_qconfig_mapping('onednn')),
     ('dynamic_linears', 'dynamic_linears', 'native', lambda: QConfigMapping().set_global(default_dynamic_qconfig)),
     ('embeddings', 'embeddings', 'native', weight_only_embeddings),
     ('float16_linears', 'dynamic_linears', 'native', lambda: QConfigMapping().set_global(float16_static_qconfig)),
 ]
+
+
+# PrepareCustomConfig per case; a quantized graph input arrives as
+# quantize_per_tensor(x, QUANTIZED_INPUT scale, zero point, quint8) after prepare.
+CUSTOM_CONFIGS = {'linear_relu_quantized_io': {'input_quantized_indexes': [0], 'output_quantized_indexes': [0]}}
+QUANTIZED_INPUT = (0.05, 128)
 
 
 SMALL_MODELS = {
@@ -341,13 +350,21 @@ def write_prepare():
             model = python_model(model_name)
         inputs = load_inputs(model_name)
         mapping = make_mapping()
-        prepared = prepare_fx(copy.deepcopy(model), mapping, inputs, backend_config=backends[backend])
+        custom = CUSTOM_CONFIGS.get(case, {})
+        prepare_custom_config = (PrepareCustomConfig().set_input_quantized_indexes(custom['input_quantized_indexes'])
+                                 .set_output_quantized_indexes(custom['output_quantized_indexes'])) if custom else None
+        prepared = prepare_fx(copy.deepcopy(model), mapping, inputs, backend_config=backends[backend],
+                              prepare_custom_config=prepare_custom_config)
         prepared(*inputs)
         record = {'case': case, 'model': f'{model_name}.pt', 'backend': backend,
                   'qconfig_mapping': qconfig_mapping_json(mapping),
                   'input': ('fusion_zoo' if model_name.startswith('fusion_zoo') else model_name) + '.input.pt',
                   'observed_node_names': sorted(prepared._observed_node_names),
                   'observers': observer_records(prepared)}
+        if custom:
+            record['prepare_custom_config'] = custom
+            record['quantized_input'] = QUANTIZED_INPUT
+            inputs = tuple(torch.quantize_per_tensor(x, *QUANTIZED_INPUT, torch.quint8) for x in inputs)
         record.update(graph_json(prepared))
         reference = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=backends[backend])
         record['reference'] = graph_json(reference)

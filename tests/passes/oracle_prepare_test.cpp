@@ -104,7 +104,12 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   nlohmann::json record = test::fixture_case("prepare.json", GetParam());
   auto gm = io::import_torchscript(test::fixture(record["model"]));
   std::shared_ptr<backend::BackendConfig> backend = backend_named(record["backend"]);
-  prepare_fx(*gm, quant::qconfig_mapping_from_json(record["qconfig_mapping"]), *backend);
+  PrepareCustomConfig custom;
+  if (record.contains("prepare_custom_config")) {
+    custom.input_quantized_indexes = record["prepare_custom_config"]["input_quantized_indexes"].get<std::vector<int64_t>>();
+    custom.output_quantized_indexes = record["prepare_custom_config"]["output_quantized_indexes"].get<std::vector<int64_t>>();
+  }
+  prepare_fx(*gm, quant::qconfig_mapping_from_json(record["qconfig_mapping"]), *backend, custom);
   std::vector<std::string> ours = test::node_rows(gm->graph()), theirs = test::node_rows(record);
   if (GetParam() == "functional_zoo") {
     // A trace records torch.chunk(x) as x.chunk(), and PyTorch spells some
@@ -129,7 +134,11 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
 
   // convert_to_reference_fx
   const nlohmann::json& reference = record["reference"];
-  convert_to_reference_fx(*gm, *backend);
+  convert_to_reference_fx(*gm, *backend, custom);
+  if (record.contains("quantized_input")) {  // the graph input arrives quantized
+    input = at::quantize_per_tensor(input.toTensor(), record["quantized_input"][0].get<double>(),
+                                    record["quantized_input"][1].get<int64_t>(), at::kQUInt8);
+  }
   std::vector<std::string> ref_ours = test::node_rows(gm->graph()), ref_theirs = test::node_rows(reference);
   if (GetParam() != "functional_zoo") EXPECT_EQ(ref_ours, ref_theirs) << test::first_difference(ref_ours, ref_theirs);
   // torchvision's forward() carries type annotations a trace does not keep
@@ -180,7 +189,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, OraclePrepare,
                                            "fusion_zoo", "functional_zoo", "module_zoo", "resnet18",
                                            "resnet18_qnnpack", "resnet50", "mobilenet_v2", "mobilenet_v2_qnnpack",
                                            "mobilenet_v3_large", "mobilenet_v3_large_onednn",
-                                           "shared_input", "dynamic_linears", "float16_linears",
+                                           "linear_relu_quantized_io", "shared_input", "dynamic_linears", "float16_linears",
                                            "embeddings"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
