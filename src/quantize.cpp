@@ -31,6 +31,15 @@ void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_map
   passes::PassManager().add("fuse").add("insert-observers").run(model, options);
 }
 
+void prepare_qat_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_mapping,
+                    const backend::BackendConfig& backend_config, const PrepareCustomConfig& prepare_custom_config) {
+  passes::PassOptions options = options_for(backend_config, prepare_custom_config);
+  options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(qconfig_mapping);
+  options.is_qat = true;
+  model.root().train(true);
+  passes::PassManager().add("fuse").add("swap-qat-modules").add("insert-observers").run(model, options);
+}
+
 void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_mapping) {
   prepare_fx(model, qconfig_mapping, backend::get_native_backend_config());
 }

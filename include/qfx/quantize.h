@@ -39,6 +39,12 @@ void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_map
                 const backend::BackendConfig& backend_config, const PrepareCustomConfig& prepare_custom_config = {});
 void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_mapping);  ///< native backend
 
+/// `prepare_qat_fx`: puts the model in training mode, fuses keeping batch
+/// norms (ConvBn2d, ...), swaps in QAT modules (nn/qat.h) and inserts
+/// fake-quantize modules. Train it, then convert_fx.
+void prepare_qat_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_mapping,
+                    const backend::BackendConfig& backend_config, const PrepareCustomConfig& prepare_custom_config = {});
+
 /// `convert_to_reference_fx`: the reference quantized model of a prepared
 /// (and calibrated) model: quantize/dequantize nodes and reference modules.
 void convert_to_reference_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,

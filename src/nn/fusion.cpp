@@ -175,6 +175,10 @@ std::pair<at::Tensor, at::Tensor> fuse_linear_bn_weights(const at::Tensor& linea
 
 ModulePtr fuse_conv_bn_eval(const torch::nn::Module& conv, const torch::nn::Module& bn, bool transpose) {
   TORCH_CHECK(!(conv.is_training() || bn.is_training()), "Fusion only for eval!");
+  return fold_conv_bn(conv, bn, transpose);
+}
+
+ModulePtr fold_conv_bn(const torch::nn::Module& conv, const torch::nn::Module& bn, bool transpose) {
   BatchNormState s = batch_norm_state(bn);
   using namespace torch::nn;  // NOLINT: the conv module types
   ModulePtr out = nullptr;

@@ -4,6 +4,7 @@
 #include "qfx/nn/reference.h"
 
 #include "module_kinds.h"
+#include "weighted_forward.h"
 
 #include "qfx/quant/qtypes.h"
 
@@ -39,58 +40,6 @@ const ReferenceType kReferenceTypes[] = {
     {"torch.nn.Embedding", "torch.ao.nn.quantized.reference.Embedding", "QuantizedEmbedding(Reference)"},
     {"torch.nn.EmbeddingBag", "torch.ao.nn.quantized.reference.EmbeddingBag", "QuantizedEmbedding(Reference)"},
 };
-
-std::vector<int64_t> zeros(size_t n) { return std::vector<int64_t>(n, 0); }
-
-template <size_t D>
-at::Tensor conv(const torch::nn::detail::ConvNdOptions<D>& o, const at::Tensor& x, const at::Tensor& w,
-                const at::Tensor& b, bool transposed) {
-  const auto* padding = c10::get_if<torch::ExpandingArray<D>>(&o.padding());
-  if (!transposed && !c10::get_if<torch::enumtype::kZeros>(&o.padding_mode())) {
-    TORCH_CHECK(padding != nullptr, "reference conv: padding_mode needs numeric padding");
-    std::vector<int64_t> pad;
-    for (size_t i = D; i-- > 0;) pad.insert(pad.end(), {(**padding)[i], (**padding)[i]});
-    std::string mode = torch::enumtype::get_enum_name(o.padding_mode());
-    at::Tensor padded = at::pad(x, pad, ir::snake_case(mode.substr(1)));
-    return at::convolution(padded, w, b, *o.stride(), zeros(D), *o.dilation(), false, zeros(D), o.groups());
-  }
-  if (padding != nullptr) {
-    return at::convolution(x, w, b, *o.stride(), **padding, *o.dilation(), transposed, *o.output_padding(),
-                           o.groups());
-  }
-  c10::string_view mode = c10::get_if<torch::enumtype::kSame>(&o.padding()) ? "same" : "valid";
-  if (D == 1) return at::conv1d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
-  if (D == 2) return at::conv2d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
-  return at::conv3d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
-}
-
-/// The float op of `m` with weight `w` (EmbeddingBag: `extra` holds offsets
-/// and per-sample weights, each possibly undefined).
-at::Tensor float_forward(const torch::nn::Module& m, const at::Tensor& x, const at::Tensor& w,
-                         const std::vector<at::Tensor>& extra) {
-  using namespace torch::nn;
-  namespace F = torch::nn::functional;
-  if (auto* e = dynamic_cast<const EmbeddingImpl*>(&m)) {
-    const auto& o = e->options;
-    return F::detail::embedding(x, w, o.padding_idx(), o.max_norm(), o.norm_type(), o.scale_grad_by_freq(),
-                                o.sparse());
-  }
-  if (auto* e = dynamic_cast<const EmbeddingBagImpl*>(&m)) {
-    const auto& o = e->options;
-    at::Tensor offsets = extra.size() > 0 ? extra[0] : at::Tensor();
-    at::Tensor per_sample_weights = extra.size() > 1 ? extra[1] : at::Tensor();
-    return F::detail::embedding_bag(x, w, offsets, o.max_norm(), o.norm_type(), o.scale_grad_by_freq(), o.mode(),
-                                    o.sparse(), per_sample_weights, o.include_last_offset(), o.padding_idx());
-  }
-  if (auto* l = dynamic_cast<const LinearImpl*>(&m)) return at::linear(x, w, l->bias);
-  if (auto* c = dynamic_cast<const Conv1dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
-  if (auto* c = dynamic_cast<const Conv2dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
-  if (auto* c = dynamic_cast<const Conv3dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
-  if (auto* c = dynamic_cast<const ConvTranspose1dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
-  if (auto* c = dynamic_cast<const ConvTranspose2dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
-  if (auto* c = dynamic_cast<const ConvTranspose3dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
-  TORCH_CHECK(false, "no reference quantized module for ", ir::module_type_name(m));
-}
 
 /// One C++ type per reference class, so the registry can tell them apart.
 template <size_t Index>
@@ -149,6 +98,76 @@ const bool kRegistered = [] {
 
 }  // namespace
 
+namespace detail {
+
+namespace {
+
+std::vector<int64_t> zeros(size_t n) { return std::vector<int64_t>(n, 0); }
+
+template <size_t D>
+at::Tensor conv(const torch::nn::detail::ConvNdOptions<D>& o, const at::Tensor& x, const at::Tensor& w,
+                const at::Tensor& b, bool transposed) {
+  const auto* padding = c10::get_if<torch::ExpandingArray<D>>(&o.padding());
+  if (!transposed && !c10::get_if<torch::enumtype::kZeros>(&o.padding_mode())) {
+    TORCH_CHECK(padding != nullptr, "reference conv: padding_mode needs numeric padding");
+    std::vector<int64_t> pad;
+    for (size_t i = D; i-- > 0;) pad.insert(pad.end(), {(**padding)[i], (**padding)[i]});
+    std::string mode = torch::enumtype::get_enum_name(o.padding_mode());
+    at::Tensor padded = at::pad(x, pad, ir::snake_case(mode.substr(1)));
+    return at::convolution(padded, w, b, *o.stride(), zeros(D), *o.dilation(), false, zeros(D), o.groups());
+  }
+  if (padding != nullptr) {
+    return at::convolution(x, w, b, *o.stride(), **padding, *o.dilation(), transposed, *o.output_padding(),
+                           o.groups());
+  }
+  c10::string_view mode = c10::get_if<torch::enumtype::kSame>(&o.padding()) ? "same" : "valid";
+  if (D == 1) return at::conv1d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
+  if (D == 2) return at::conv2d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
+  return at::conv3d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
+}
+
+}  // namespace
+
+/// The float op of `m` with weight `w` (EmbeddingBag: `extra` holds offsets
+/// and per-sample weights, each possibly undefined).
+at::Tensor weighted_forward(const torch::nn::Module& m, const at::Tensor& x, const at::Tensor& w,
+                         const std::vector<at::Tensor>& extra) {
+  using namespace torch::nn;
+  namespace F = torch::nn::functional;
+  if (auto* e = dynamic_cast<const EmbeddingImpl*>(&m)) {
+    const auto& o = e->options;
+    return F::detail::embedding(x, w, o.padding_idx(), o.max_norm(), o.norm_type(), o.scale_grad_by_freq(),
+                                o.sparse());
+  }
+  if (auto* e = dynamic_cast<const EmbeddingBagImpl*>(&m)) {
+    const auto& o = e->options;
+    at::Tensor offsets = extra.size() > 0 ? extra[0] : at::Tensor();
+    at::Tensor per_sample_weights = extra.size() > 1 ? extra[1] : at::Tensor();
+    return F::detail::embedding_bag(x, w, offsets, o.max_norm(), o.norm_type(), o.scale_grad_by_freq(), o.mode(),
+                                    o.sparse(), per_sample_weights, o.include_last_offset(), o.padding_idx());
+  }
+  if (auto* l = dynamic_cast<const LinearImpl*>(&m)) return at::linear(x, w, l->bias);
+  if (auto* c = dynamic_cast<const Conv1dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
+  if (auto* c = dynamic_cast<const Conv2dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
+  if (auto* c = dynamic_cast<const Conv3dImpl*>(&m)) return conv(c->options, x, w, c->bias, false);
+  if (auto* c = dynamic_cast<const ConvTranspose1dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
+  if (auto* c = dynamic_cast<const ConvTranspose2dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
+  if (auto* c = dynamic_cast<const ConvTranspose3dImpl*>(&m)) return conv(c->options, x, w, c->bias, true);
+  TORCH_CHECK(false, "no reference quantized module for ", ir::module_type_name(m));
+}
+
+at::Tensor weighted_forward_with_bias(const torch::nn::Module& m, const at::Tensor& x, const at::Tensor& w,
+                                      const at::Tensor& b) {
+  using namespace torch::nn;
+  if (dynamic_cast<const LinearImpl*>(&m)) return at::linear(x, w, b);
+  if (auto* c = dynamic_cast<const Conv1dImpl*>(&m)) return conv(c->options, x, w, b, false);
+  if (auto* c = dynamic_cast<const Conv2dImpl*>(&m)) return conv(c->options, x, w, b, false);
+  if (auto* c = dynamic_cast<const Conv3dImpl*>(&m)) return conv(c->options, x, w, b, false);
+  TORCH_CHECK(false, "expects a Linear or Conv module, got ", ir::module_type_name(m));
+}
+
+}  // namespace detail
+
 WeightQParams weight_qparams_of(quant::ActivationPostProcess& observer) {
   WeightQParams q;
   q.dtype = observer.dtype();
@@ -196,7 +215,7 @@ at::Tensor ReferenceModuleImpl::quantized_weight() const {
 }
 
 at::Tensor ReferenceModuleImpl::forward(const at::Tensor& x, const std::vector<at::Tensor>& extra) {
-  return float_forward(*float_, x, weight_dequantized(), extra);
+  return detail::weighted_forward(*float_, x, weight_dequantized(), extra);
 }
 
 std::shared_ptr<ReferenceModuleImpl> reference_from_float(std::shared_ptr<torch::nn::Module> float_module,

@@ -12,6 +12,7 @@
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/intrinsic.h"
+#include "qfx/nn/qat.h"
 #include "qfx/nn/reference.h"
 #include "qfx/passes/pass.h"
 #include "qfx/passes/prepare_state.h"
@@ -136,15 +137,22 @@ const backend::BackendPatternConfig* module_config(const backend::BackendConfig&
 }
 
 void convert_weighted_module(ir::GraphModule& gm, const ir::Node& node, const backend::BackendConfig& backend) {
+  std::shared_ptr<torch::nn::Module> module = gm.get_submodule(node.target());
+  std::shared_ptr<ActivationPostProcess> weight_observer;
+  if (auto qat = std::dynamic_pointer_cast<nn::QatModuleImpl>(module)) {
+    // trained weight fake-quant, float module (batch norm folded in)
+    weight_observer = std::dynamic_pointer_cast<ActivationPostProcess>(qat->named_children()["weight_fake_quant"]);
+    module = qat->to_float();
+    gm.add_submodule(node.target(), module);
+  }
   quant::QConfigAny qconfig = node_qconfig(node);
   if (!qconfig || !node_is_observed(node) || !weight_is_quantized(*qconfig)) return;
-  std::shared_ptr<torch::nn::Module> module = gm.get_submodule(node.target());
   const backend::BackendPatternConfig* config = module_config(backend, ir::module_type_name(*module));
   if (!config || !supported_by_dtype_configs(*qconfig, config->dtype_configs())) return;
   auto fused = std::dynamic_pointer_cast<nn::FusedModuleImpl>(module);
   std::shared_ptr<torch::nn::Module> float_module = fused ? fused->module(0) : module;
-  std::shared_ptr<ActivationPostProcess> weight_observer = qconfig->weight.make();
-  weight_observer->forward(*float_module->named_parameters(false).find("weight"));
+  if (!weight_observer) weight_observer = qconfig->weight.make();
+  weight_observer->forward(float_module->named_parameters(false)["weight"]);
   auto reference = nn::reference_from_float(float_module, nn::weight_qparams_of(*weight_observer));
   if (fused) {
     fused->set_module(0, reference);
@@ -156,6 +164,7 @@ void convert_weighted_module(ir::GraphModule& gm, const ir::Node& node, const ba
 /// Module types convert swaps for reference modules: root modules, and fused
 /// modules whose first part is one.
 bool is_weighted_module(const backend::BackendConfig& backend, const torch::nn::Module& module) {
+  if (dynamic_cast<const nn::QatModuleImpl*>(&module) != nullptr) return true;
   auto* fused = dynamic_cast<const nn::FusedModuleImpl*>(&module);
   std::string type = ir::module_type_name(fused ? *fused->module(0) : module);
   for (const backend::BackendPatternConfig& config : backend.configs()) {

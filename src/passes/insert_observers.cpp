@@ -16,6 +16,7 @@
 
 #include "backend_support.h"
 #include "observer_inserter.h"
+#include "qconfig_resolution.h"
 
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/intrinsic.h"
@@ -31,27 +32,6 @@ namespace qfx::passes {
 namespace {
 
 using detail::QuantMatch;
-
-/// PyTorch's update_qconfig_for_fusion: a fused module takes the object-type
-/// qconfig of its parts, which must agree.
-quant::QConfigMapping with_fused_types(const ir::GraphModule& gm, quant::QConfigMapping mapping) {
-  if (mapping.object_type_qconfigs().empty()) return mapping;
-  for (const ir::Node* node : gm.graph().nodes()) {
-    if (node->op() != ir::Opcode::kCallModule) continue;
-    auto fused = std::dynamic_pointer_cast<nn::FusedModuleImpl>(gm.get_submodule(node->target()));
-    if (!fused) continue;
-    const auto& parts = fused->modules();
-    quant::QConfigAny qconfig = mapping.object_type_qconfig(ir::module_type_name(*parts[0]), std::nullopt);
-    for (size_t i = 1; i < parts.size(); ++i) {
-      std::string type = ir::module_type_name(*parts[i]);
-      TORCH_CHECK(mapping.object_type_qconfig(type, std::nullopt) == qconfig,
-                  "During fusion, we need to specify the same qconfigs for all module types in ",
-                  ir::module_type_name(*fused), " offending type: ", type);
-    }
-    if (qconfig) mapping.set_object_type(ir::module_type_name(*fused), qconfig);
-  }
-  return mapping;
-}
 
 /// The op a node runs, for the fixed-qparams check: module type or function.
 std::string fixed_qparams_key(const ir::Node& node, const ir::GraphModule& gm) {
@@ -174,7 +154,7 @@ void prepare_node(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::N
 bool insert_observers(ir::GraphModule& gm, const PassOptions& options) {
   TORCH_CHECK(options.qconfig_mapping, "insert-observers needs a QConfigMapping");
   PrepareContext ctx{gm, options, {}, {}, {}, detail::WeightArgs(options.backend()), {}};
-  ctx.qconfigs = quant::generate_qconfig_map(gm, with_fused_types(gm, *options.qconfig_mapping));
+  ctx.qconfigs = detail::node_qconfigs(gm, *options.qconfig_mapping);
   ctx.matches = detail::find_quant_matches(gm, options.backend());
   ctx.dtypes = detail::target_dtypes(gm, ctx.matches, ctx.qconfigs, options.input_quantized_indexes,
                                      options.output_quantized_indexes);
@@ -190,6 +170,7 @@ bool insert_observers(ir::GraphModule& gm, const PassOptions& options) {
       prepare_node(ctx, inserter, *node);
     }
   }
+  gm.rebuild_module_tree();  // as PyTorch's ObservedGraphModule(model, graph)
   return gm.graph().size() != size_before;
 }
 

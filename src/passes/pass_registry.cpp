@@ -18,6 +18,8 @@ const backend::BackendConfig& PassOptions::backend() const {
 const std::vector<PassInfo>& pass_registry() {
   static const std::vector<PassInfo> passes = {
       {"fuse", "fuse the BackendConfig's fusion patterns into fused modules (fuse_fx)", &fuse},
+      {"swap-qat-modules", "modules with a qconfig become the BackendConfig's QAT modules (prepare_qat_fx)",
+       &swap_qat_modules},
       {"insert-observers", "insert observers where the QConfigMapping and the BackendConfig allow (prepare_fx)",
        &insert_observers},
       {"convert-to-reference", "observers to quantize/dequantize, weighted modules to reference modules",

@@ -60,12 +60,32 @@ std::string min_max_repr(const torch::nn::Module& m) {
 
 std::string no_repr(const torch::nn::Module&) { return ""; }
 
+/// A buffer as Python prints it (`tensor([1], dtype=torch.uint8)`).
+std::string buffer_str(const torch::nn::Module& m, const char* name) {
+  auto buffers = m.named_buffers(false);  // find() points into this dict
+  const at::Tensor* t = buffers.find(name);
+  return t != nullptr ? tensor_str(*t) : "None";
+}
+
+/// FusedMovingAvgObsFakeQuantize.extra_repr.
+std::string fused_fake_quant_repr(const torch::nn::Module& m) {
+  const auto& fq = as<FusedMovingAvgObsFakeQuantizeImpl>(m);
+  auto [quant_min, quant_max] = fq.quant_range();
+  auto* observer = dynamic_cast<const UniformObserverBase*>(fq.activation_post_process.get());
+  return "fake_quant_enabled=" + buffer_str(m, "fake_quant_enabled") +
+         ", observer_enabled=" + buffer_str(m, "observer_enabled") + ", scale=" + tensor_str(fq.scale) +
+         ", zero_point=" + tensor_str(fq.zero_point) + ", dtype=" + ir::dtype_name(fq.dtype()) +
+         ", quant_min=" + std::to_string(quant_min) + ", quant_max=" + std::to_string(quant_max) +
+         ", qscheme=" + qscheme_name(fq.qscheme()) +
+         ", reduce_range=" + (observer != nullptr && observer->reduce_range() ? "True" : "False");
+}
+
 template <typename Impl>
 std::string fake_quant_repr(const torch::nn::Module& m) {
   const auto& fq = as<Impl>(m);
   auto [quant_min, quant_max] = fq.quant_range();
-  return "fake_quant_enabled=" + std::to_string(fq.fake_quant_enabled()) +
-         ", observer_enabled=" + std::to_string(fq.observer_enabled()) + ", quant_min=" + std::to_string(quant_min) +
+  return "fake_quant_enabled=" + buffer_str(m, "fake_quant_enabled") +
+         ", observer_enabled=" + buffer_str(m, "observer_enabled") + ", quant_min=" + std::to_string(quant_min) +
          ", quant_max=" + std::to_string(quant_max) + ", dtype=" + ir::dtype_name(fq.dtype()) +
          ", qscheme=" + qscheme_name(fq.qscheme()) + ", ch_axis=" + std::to_string(fq.ch_axis()) +
          ", scale=" + tensor_str(fq.scale) + ", zero_point=" + tensor_str(fq.zero_point);
@@ -183,8 +203,7 @@ void add_module_kinds() {
   std::string f = kFakeQuantModule;
   add_module_kind<FakeQuantizeImpl>(f + "FakeQuantize", fake_quant_repr<FakeQuantizeImpl>);
   add_module_kind<FixedQParamsFakeQuantizeImpl>(f + "FixedQParamsFakeQuantize", no_repr);
-  add_module_kind<FusedMovingAvgObsFakeQuantizeImpl>(f + "FusedMovingAvgObsFakeQuantize",
-                                                     fake_quant_repr<FusedMovingAvgObsFakeQuantizeImpl>);
+  add_module_kind<FusedMovingAvgObsFakeQuantizeImpl>(f + "FusedMovingAvgObsFakeQuantize", fused_fake_quant_repr);
   add_module_kind<LearnableFakeQuantizeImpl>("torch.ao.quantization._learnable_fake_quantize._LearnableFakeQuantize",
                                              no_repr);
 }

@@ -24,6 +24,7 @@ sys.path.insert(0, HERE)
 import backend_fixtures  # noqa: E402
 import flow_fixtures  # noqa: E402
 import model_fixtures  # noqa: E402
+import qat_fixtures  # noqa: E402
 import quant_fixtures  # noqa: E402
 
 # Each writer and the scripts whose changes make its fixtures stale, in the
@@ -34,6 +35,8 @@ WRITERS = [
     (backend_fixtures, ['backend_fixtures.py', 'pytorch_names.py']),
     (flow_fixtures, ['flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py', 'backend_fixtures.py',
                      'pytorch_names.py']),
+    (qat_fixtures, ['qat_fixtures.py', 'flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py',
+                    'backend_fixtures.py', 'pytorch_names.py']),
 ]
 
 

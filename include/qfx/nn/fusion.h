@@ -37,6 +37,9 @@ std::pair<at::Tensor, at::Tensor> fuse_linear_bn_weights(const at::Tensor& linea
 /// A new Conv*d / ConvTranspose*d with `bn` folded in; the inputs are not
 /// changed. Both must be in eval mode.
 ModulePtr fuse_conv_bn_eval(const torch::nn::Module& conv, const torch::nn::Module& bn, bool transpose = false);
+/// As fuse_conv_bn_eval, whatever the modes (QAT's to_float folds a
+/// training-mode BatchNorm's running statistics).
+ModulePtr fold_conv_bn(const torch::nn::Module& conv, const torch::nn::Module& bn, bool transpose = false);
 
 /// A new Linear with `bn` (BatchNorm1d) folded in. Both must be in eval mode.
 ModulePtr fuse_linear_bn_eval(const torch::nn::Module& linear, const torch::nn::Module& bn);

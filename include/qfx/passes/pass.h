@@ -60,6 +60,11 @@ const PassInfo& find_pass(const std::string& name);
 /// method or a fused module) by their fused modules, as PyTorch's fuse_fx.
 bool fuse(ir::GraphModule& gm, const PassOptions& options);
 
+/// `swap-qat-modules`: each module with a qconfig whose type the
+/// BackendConfig maps to a QAT module (`qat_module`) becomes that module
+/// (nn/qat.h), as prepare_qat_fx's qat_swap_modules.
+bool swap_qat_modules(ir::GraphModule& gm, const PassOptions& options);
+
 /// `insert-observers`: observers (or fake-quantize modules) where the
 /// QConfigMapping asks for quantization and the backend can run it, as
 /// PyTorch's prepare_fx after fusion. Records each node's qconfig and

@@ -1,0 +1,223 @@
+// QAT modules: fake-quantized weights on the float ops, BN folding for
+// ConvBn kinds, registered under torch.ao.nn.qat / torch.ao.nn.intrinsic.qat.
+
+#include "qfx/nn/qat.h"
+
+#include "module_kinds.h"
+#include "weighted_forward.h"
+
+#include "qfx/nn/fusion.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+
+namespace qfx::nn {
+namespace {
+
+/// A QAT class: its PyTorch name, the float module types it is made from
+/// (the weighted part first), and whether it has a batch norm and a relu.
+struct QatType {
+  const char* type_name;
+  std::vector<const char*> parts;
+  bool bn;
+  bool relu;
+};
+
+const std::vector<QatType>& qat_types() {
+  static const std::vector<QatType> kTypes = {
+      {"torch.ao.nn.qat.Linear", {"torch.nn.Linear"}, false, false},
+      {"torch.ao.nn.qat.Conv1d", {"torch.nn.Conv1d"}, false, false},
+      {"torch.ao.nn.qat.Conv2d", {"torch.nn.Conv2d"}, false, false},
+      {"torch.ao.nn.qat.Conv3d", {"torch.nn.Conv3d"}, false, false},
+      {"torch.ao.nn.qat.Embedding", {"torch.nn.Embedding"}, false, false},
+      {"torch.ao.nn.qat.EmbeddingBag", {"torch.nn.EmbeddingBag"}, false, false},
+      {"torch.ao.nn.intrinsic.qat.LinearReLU", {"torch.nn.Linear", "torch.nn.ReLU"}, false, true},
+      {"torch.ao.nn.intrinsic.qat.ConvReLU1d", {"torch.nn.Conv1d", "torch.nn.ReLU"}, false, true},
+      {"torch.ao.nn.intrinsic.qat.ConvReLU2d", {"torch.nn.Conv2d", "torch.nn.ReLU"}, false, true},
+      {"torch.ao.nn.intrinsic.qat.ConvReLU3d", {"torch.nn.Conv3d", "torch.nn.ReLU"}, false, true},
+      {"torch.ao.nn.intrinsic.qat.ConvBn1d", {"torch.nn.Conv1d", "torch.nn.BatchNorm1d"}, true, false},
+      {"torch.ao.nn.intrinsic.qat.ConvBn2d", {"torch.nn.Conv2d", "torch.nn.BatchNorm2d"}, true, false},
+      {"torch.ao.nn.intrinsic.qat.ConvBn3d", {"torch.nn.Conv3d", "torch.nn.BatchNorm3d"}, true, false},
+      {"torch.ao.nn.intrinsic.qat.ConvBnReLU1d", {"torch.nn.Conv1d", "torch.nn.BatchNorm1d", "torch.nn.ReLU"}, true, true},
+      {"torch.ao.nn.intrinsic.qat.ConvBnReLU2d", {"torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU"}, true, true},
+      {"torch.ao.nn.intrinsic.qat.ConvBnReLU3d", {"torch.nn.Conv3d", "torch.nn.BatchNorm3d", "torch.nn.ReLU"}, true, true},
+  };
+  return kTypes;
+}
+
+/// One C++ type per class, so the registry can tell them apart.
+template <size_t Index>
+class TypedQat final : public QatModuleImpl {
+ public:
+  using QatModuleImpl::QatModuleImpl;
+};
+
+using Factory = std::shared_ptr<QatModuleImpl> (*)(std::string, ModulePtr, ModulePtr, bool,
+                                                   std::shared_ptr<quant::ActivationPostProcess>,
+                                                   std::vector<std::string>);
+
+template <size_t Index>
+std::shared_ptr<QatModuleImpl> make_typed(std::string type, ModulePtr weighted, ModulePtr bn, bool relu,
+                                          std::shared_ptr<quant::ActivationPostProcess> fq,
+                                          std::vector<std::string> sources) {
+  return std::make_shared<TypedQat<Index>>(std::move(type), std::move(weighted), std::move(bn), relu, std::move(fq),
+                                           std::move(sources));
+}
+
+constexpr size_t kTypeCount = 16;
+
+template <size_t... I>
+std::vector<Factory> factories(std::index_sequence<I...>) {
+  return {&make_typed<I>...};
+}
+
+c10::IValue qat_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
+  auto& qat = dynamic_cast<QatModuleImpl&>(m);
+  TORCH_CHECK(in.size() == 1 && in[0].isTensor(), qat.type_name(), " takes one tensor input");
+  return qat.forward(in[0].toTensor());
+}
+
+template <size_t... I>
+void register_kinds(std::index_sequence<I...>) {
+  auto extra_repr = [](const torch::nn::Module& m) {
+    const auto& qat = detail::as<QatModuleImpl>(m);
+    const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*qat.weighted());
+    return kind && kind->extra_repr ? kind->extra_repr(*qat.weighted()) : std::string();
+  };
+  auto short_name = [](const char* name) { return std::string(name).substr(std::string(name).rfind('.') + 1); };
+  (ir::ModuleRegistry::instance().add(
+       {qat_types()[I].type_name, typeid(TypedQat<I>), &qat_forward, extra_repr, short_name(qat_types()[I].type_name)}),
+   ...);
+}
+
+const bool kRegistered = [] {
+  TORCH_CHECK(qat_types().size() == kTypeCount, "qat_types() and kTypeCount disagree");
+  register_kinds(std::make_index_sequence<kTypeCount>());
+  return true;
+}();
+
+at::Tensor param(const torch::nn::Module& m, const char* name) {
+  auto params = m.named_parameters(false);  // find() points into this dict
+  const at::Tensor* t = params.find(name);
+  return t != nullptr ? *t : at::Tensor();
+}
+
+int64_t out_channels(const at::Tensor& weight) { return weight.size(0); }
+
+}  // namespace
+
+QatModuleImpl::QatModuleImpl(std::string type_name, ModulePtr weighted, ModulePtr bn, bool relu,
+                             std::shared_ptr<quant::ActivationPostProcess> weight_fake_quant,
+                             std::vector<std::string> source_types)
+    : type_name_(std::move(type_name)),
+      weighted_(std::move(weighted)),
+      bn_(std::move(bn)),
+      relu_(relu),
+      weight_fake_quant_(std::move(weight_fake_quant)),
+      source_types_(std::move(source_types)) {
+  for (const auto& p : weighted_->named_parameters(false)) register_parameter(p.key(), p.value());
+  if (bn_) register_module("bn", bn_);
+  register_module("weight_fake_quant", std::dynamic_pointer_cast<torch::nn::Module>(weight_fake_quant_));
+  torch::nn::Module::train(weighted_->is_training());
+}
+
+void QatModuleImpl::train(bool on) {
+  if (!freeze_bn_) {
+    torch::nn::Module::train(on);
+    weighted_->train(on);
+    return;
+  }
+  std::vector<std::pair<std::shared_ptr<torch::nn::Module>, bool>> modes;
+  for (const auto& child : children()) modes.emplace_back(child, child->is_training());
+  torch::nn::Module::train(on);
+  for (auto& [child, mode] : modes) child->train(mode);
+}
+
+void QatModuleImpl::freeze_bn_stats() {
+  freeze_bn_ = true;
+  if (bn_) bn_->train(false);
+}
+
+void QatModuleImpl::update_bn_stats() {
+  freeze_bn_ = false;
+  if (bn_) bn_->train(true);
+}
+
+at::Tensor QatModuleImpl::forward(const at::Tensor& x) {
+  at::Tensor y = bn_ ? forward_with_bn(x) : detail::weighted_forward(*weighted_, x, weight_fake_quant_->forward(param(*this, "weight")));
+  return relu_ ? at::relu(y) : y;
+}
+
+at::Tensor QatModuleImpl::forward_with_bn(const at::Tensor& x) {
+  // PyTorch's _ConvBnNd._forward_approximate
+  at::Tensor weight = param(*this, "weight");
+  at::Tensor bias = param(*this, "bias");
+  at::Tensor running_var = bn_->named_buffers(false)["running_var"];
+  double eps = 0;
+  if (auto* b1 = dynamic_cast<torch::nn::BatchNorm1dImpl*>(bn_.get())) eps = b1->options.eps();
+  if (auto* b2 = dynamic_cast<torch::nn::BatchNorm2dImpl*>(bn_.get())) eps = b2->options.eps();
+  if (auto* b3 = dynamic_cast<torch::nn::BatchNorm3dImpl*>(bn_.get())) eps = b3->options.eps();
+  at::Tensor running_std = at::sqrt(running_var + eps);
+  at::Tensor scale_factor = param(*bn_, "weight") / running_std;
+  std::vector<int64_t> weight_shape(weight.dim(), 1), bias_shape(weight.dim(), 1);
+  weight_shape[0] = -1;
+  bias_shape[1] = -1;
+  at::Tensor scaled_weight = weight_fake_quant_->forward(weight * scale_factor.reshape(weight_shape));
+  at::Tensor zero_bias = bias.defined() ? at::zeros_like(bias, x.dtype())
+                                        : at::zeros({out_channels(weight)}, scaled_weight.options().dtype(x.dtype()));
+  at::Tensor conv = detail::weighted_forward_with_bias(*weighted_, x, scaled_weight, zero_bias);
+  at::Tensor conv_orig = conv / scale_factor.reshape(bias_shape);
+  if (bias.defined()) conv_orig = conv_orig + bias.reshape(bias_shape);
+  std::vector<c10::IValue> in = {conv_orig};
+  const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*bn_);
+  return kind->forward(*bn_, in).toTensor();
+}
+
+ModulePtr QatModuleImpl::to_float() const {
+  torch::NoGradGuard no_grad;
+  ModulePtr conv = bn_ ? fold_conv_bn(*weighted_, *bn_) : weighted_->clone();
+  conv->train(is_training());
+  if (!relu_) return conv;
+  auto relu = std::make_shared<torch::nn::ReLUImpl>();
+  bool linear = dynamic_cast<const torch::nn::LinearImpl*>(weighted_.get()) != nullptr;
+  FusedKind kind = linear ? FusedKind::kLinearReLU
+                   : weighted_->named_parameters(false)["weight"].dim() == 3 ? FusedKind::kConvReLU1d
+                   : weighted_->named_parameters(false)["weight"].dim() == 4 ? FusedKind::kConvReLU2d
+                                                                             : FusedKind::kConvReLU3d;
+  ModulePtr fused = make_fused_module(kind, {conv, relu});
+  fused->train(is_training());
+  return fused;
+}
+
+std::shared_ptr<QatModuleImpl> qat_from_float(const std::string& qat_type, const ModulePtr& float_module,
+                                              const quant::QConfig& qconfig) {
+  static const std::vector<Factory> all = factories(std::make_index_sequence<kTypeCount>());
+  for (size_t i = 0; i < kTypeCount; ++i) {
+    const QatType& t = qat_types()[i];
+    if (qat_type != t.type_name) continue;
+    std::vector<ModulePtr> parts = {float_module};
+    if (auto* fused = dynamic_cast<const FusedModuleImpl*>(float_module.get())) parts = fused->modules();
+    std::vector<std::string> sources;
+    for (const ModulePtr& p : parts) sources.push_back(ir::module_type_name(*p));
+    TORCH_CHECK(sources == std::vector<std::string>(t.parts.begin(), t.parts.end()), qat_type,
+                ".from_float: expects ", t.parts[0], (t.parts.size() > 1 ? " (fused)" : ""), ", got ",
+                ir::module_type_name(*float_module));
+    std::shared_ptr<quant::ActivationPostProcess> fq = qconfig.weight.make();
+    auto qat = all[i](qat_type, parts[0], t.bn ? parts[1] : nullptr, t.relu, fq, sources);
+    qat->train(float_module->is_training());
+    return qat;
+  }
+  TORCH_CHECK(false, "no QAT module class ", qat_type);
+}
+
+std::vector<std::string> qat_module_types() {
+  std::vector<std::string> names;
+  for (const QatType& t : qat_types()) names.push_back(t.type_name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace qfx::nn
