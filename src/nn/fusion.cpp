@@ -194,6 +194,10 @@ ModulePtr fold_conv_bn(const torch::nn::Module& conv, const torch::nn::Module& b
 
 ModulePtr fuse_linear_bn_eval(const torch::nn::Module& linear, const torch::nn::Module& bn) {
   TORCH_CHECK(!(linear.is_training() || bn.is_training()), "Fusion only for eval!");
+  return fold_linear_bn(linear, bn);
+}
+
+ModulePtr fold_linear_bn(const torch::nn::Module& linear, const torch::nn::Module& bn) {
   const auto* l = dynamic_cast<const torch::nn::LinearImpl*>(&linear);
   TORCH_CHECK(l, "Cannot fold BatchNorm into ", ir::module_type_name(linear), ": expected a Linear");
   BatchNormState s = batch_norm_state(bn);

@@ -44,6 +44,7 @@ const std::vector<QatType>& qat_types() {
       {"torch.ao.nn.intrinsic.qat.ConvBnReLU1d", {"torch.nn.Conv1d", "torch.nn.BatchNorm1d", "torch.nn.ReLU"}, true, true},
       {"torch.ao.nn.intrinsic.qat.ConvBnReLU2d", {"torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU"}, true, true},
       {"torch.ao.nn.intrinsic.qat.ConvBnReLU3d", {"torch.nn.Conv3d", "torch.nn.BatchNorm3d", "torch.nn.ReLU"}, true, true},
+      {"torch.ao.nn.intrinsic.qat.LinearBn1d", {"torch.nn.Linear", "torch.nn.BatchNorm1d"}, true, false},
   };
   return kTypes;
 }
@@ -67,7 +68,7 @@ std::shared_ptr<QatModuleImpl> make_typed(std::string type, ModulePtr weighted, 
                                            std::move(sources));
 }
 
-constexpr size_t kTypeCount = 16;
+constexpr size_t kTypeCount = 17;
 
 template <size_t... I>
 std::vector<Factory> factories(std::index_sequence<I...>) {
@@ -178,11 +179,11 @@ at::Tensor QatModuleImpl::forward_with_bn(const at::Tensor& x) {
 
 ModulePtr QatModuleImpl::to_float() const {
   torch::NoGradGuard no_grad;
-  ModulePtr conv = bn_ ? fold_conv_bn(*weighted_, *bn_) : weighted_->clone();
+  bool linear = dynamic_cast<const torch::nn::LinearImpl*>(weighted_.get()) != nullptr;
+  ModulePtr conv = !bn_ ? weighted_->clone() : linear ? fold_linear_bn(*weighted_, *bn_) : fold_conv_bn(*weighted_, *bn_);
   conv->train(is_training());
   if (!relu_) return conv;
   auto relu = std::make_shared<torch::nn::ReLUImpl>();
-  bool linear = dynamic_cast<const torch::nn::LinearImpl*>(weighted_.get()) != nullptr;
   FusedKind kind = linear ? FusedKind::kLinearReLU
                    : weighted_->named_parameters(false)["weight"].dim() == 3 ? FusedKind::kConvReLU1d
                    : weighted_->named_parameters(false)["weight"].dim() == 4 ? FusedKind::kConvReLU2d

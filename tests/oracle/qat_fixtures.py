@@ -1,4 +1,4 @@
-"""QAT fixtures: prepare_qat_fx on a conv-bn-relu-linear model, SGD steps,
+"""QAT fixtures: prepare_qat_fx on a conv-bn-relu / conv-bn / linear-bn-relu / linear model, SGD steps,
 then convert_fx, as PyTorch 1.13 does them.
 
 qat.json: the model file (qat_net.pt, traced in eval mode from the same
@@ -36,13 +36,14 @@ class QatNet(nn.Module):
         self.bn2 = nn.BatchNorm2d(8)
         self.pool = nn.AdaptiveAvgPool2d((1, 1))  # a trace keeps no record of `1` vs `(1, 1)`
         self.fc = nn.Linear(8, 16)
+        self.bn3 = nn.BatchNorm1d(16)
         self.relu2 = nn.ReLU()
         self.fc2 = nn.Linear(16, 4)
 
     def forward(self, x):
         x = self.relu(self.bn(self.conv(x)))
         x = self.pool(self.bn2(self.conv2(x)))
-        return self.fc2(self.relu2(self.fc(torch.flatten(x, 1))))
+        return self.fc2(self.relu2(self.bn3(self.fc(torch.flatten(x, 1)))))
 
 
 def write_all(out):

@@ -43,6 +43,8 @@ ModulePtr fold_conv_bn(const torch::nn::Module& conv, const torch::nn::Module& b
 
 /// A new Linear with `bn` (BatchNorm1d) folded in. Both must be in eval mode.
 ModulePtr fuse_linear_bn_eval(const torch::nn::Module& linear, const torch::nn::Module& bn);
+/// As fuse_linear_bn_eval, whatever the modes.
+ModulePtr fold_linear_bn(const torch::nn::Module& linear, const torch::nn::Module& bn);
 
 /// conv + bn: ConvBn*d for QAT, else the folded conv.
 ModulePtr fuse_conv_bn(bool is_qat, const ModulePtr& conv, const ModulePtr& bn);

@@ -3,8 +3,8 @@
 /// QAT modules (`torch.ao.nn.qat`, `torch.ao.nn.intrinsic.qat`): the float
 /// computation with the weight fake-quantized by `weight_fake_quant` (the
 /// qconfig's weight observer), trainable with LibTorch autograd. ConvBn*d
-/// and ConvBnReLU*d fold the batch norm into the weight the way PyTorch's
-/// `_forward_approximate` does and keep training its statistics until
+/// ConvBnReLU*d and LinearBn1d fold the batch norm into the weight the way
+/// PyTorch's `_forward_approximate` does and keep training its statistics until
 /// freeze_bn_stats().
 ///
 /// \code
@@ -67,7 +67,7 @@ class QatModuleImpl : public torch::nn::Module {
 
 /// PyTorch's `from_float`: the QAT module of class `qat_type` for a float
 /// module (Linear, Conv*d, Embedding, EmbeddingBag) or a fused one
-/// (LinearReLU, ConvReLU*d, ConvBn*d, ConvBnReLU*d), sharing its parameters;
+/// (LinearReLU, ConvReLU*d, ConvBn*d, ConvBnReLU*d, LinearBn1d), sharing its parameters;
 /// its weight fake-quantized by `qconfig.weight`. c10::Error for other pairs.
 std::shared_ptr<QatModuleImpl> qat_from_float(const std::string& qat_type, const ModulePtr& float_module,
                                               const quant::QConfig& qconfig);
