@@ -49,31 +49,7 @@ const std::vector<QatType>& qat_types() {
   return kTypes;
 }
 
-/// One C++ type per class, so the registry can tell them apart.
-template <size_t Index>
-class TypedQat final : public QatModuleImpl {
- public:
-  using QatModuleImpl::QatModuleImpl;
-};
-
-using Factory = std::shared_ptr<QatModuleImpl> (*)(std::string, ModulePtr, ModulePtr, bool,
-                                                   std::shared_ptr<quant::ActivationPostProcess>,
-                                                   std::vector<std::string>);
-
-template <size_t Index>
-std::shared_ptr<QatModuleImpl> make_typed(std::string type, ModulePtr weighted, ModulePtr bn, bool relu,
-                                          std::shared_ptr<quant::ActivationPostProcess> fq,
-                                          std::vector<std::string> sources) {
-  return std::make_shared<TypedQat<Index>>(std::move(type), std::move(weighted), std::move(bn), relu, std::move(fq),
-                                           std::move(sources));
-}
-
 constexpr size_t kTypeCount = 17;
-
-template <size_t... I>
-std::vector<Factory> factories(std::index_sequence<I...>) {
-  return {&make_typed<I>...};
-}
 
 c10::IValue qat_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
   auto& qat = dynamic_cast<QatModuleImpl&>(m);
@@ -90,7 +66,7 @@ void register_kinds(std::index_sequence<I...>) {
   };
   auto short_name = [](const char* name) { return std::string(name).substr(std::string(name).rfind('.') + 1); };
   (ir::ModuleRegistry::instance().add(
-       {qat_types()[I].type_name, typeid(TypedQat<I>), &qat_forward, extra_repr, short_name(qat_types()[I].type_name)}),
+       {qat_types()[I].type_name, typeid(detail::Typed<QatModuleImpl, I>), &qat_forward, extra_repr, short_name(qat_types()[I].type_name)}),
    ...);
 }
 
@@ -195,7 +171,6 @@ ModulePtr QatModuleImpl::to_float() const {
 
 std::shared_ptr<QatModuleImpl> qat_from_float(const std::string& qat_type, const ModulePtr& float_module,
                                               const quant::QConfig& qconfig) {
-  static const std::vector<Factory> all = factories(std::make_index_sequence<kTypeCount>());
   for (size_t i = 0; i < kTypeCount; ++i) {
     const QatType& t = qat_types()[i];
     if (qat_type != t.type_name) continue;
@@ -207,7 +182,9 @@ std::shared_ptr<QatModuleImpl> qat_from_float(const std::string& qat_type, const
                 ".from_float: expects ", t.parts[0], (t.parts.size() > 1 ? " (fused)" : ""), ", got ",
                 ir::module_type_name(*float_module));
     std::shared_ptr<quant::ActivationPostProcess> fq = qconfig.weight.make();
-    auto qat = all[i](qat_type, parts[0], t.bn ? parts[1] : nullptr, t.relu, fq, sources);
+    auto qat = detail::make_kind<QatModuleImpl, kTypeCount, std::string, ModulePtr, ModulePtr, bool,
+                                 std::shared_ptr<quant::ActivationPostProcess>, std::vector<std::string>>(
+        i, qat_type, parts[0], t.bn ? parts[1] : nullptr, t.relu, fq, sources);
     qat->train(float_module->is_training());
     return qat;
   }

@@ -49,28 +49,6 @@ const QuantizedType kQuantizedTypes[] = {
     {"torch.ao.nn.intrinsic.quantized.dynamic.LinearReLU", "DynamicQuantizedLinearReLU"},
 };
 
-/// One C++ type per class, so the registry can tell them apart.
-template <size_t Index>
-class TypedQuantized final : public QuantizedModuleImpl {
- public:
-  using QuantizedModuleImpl::QuantizedModuleImpl;
-};
-
-using Factory = std::shared_ptr<QuantizedModuleImpl> (*)(std::string, QuantizedCall, QuantizedAttributes,
-                                                         std::string);
-
-template <size_t Index>
-std::shared_ptr<QuantizedModuleImpl> make_typed(std::string type, QuantizedCall call, QuantizedAttributes attrs,
-                                                std::string repr) {
-  return std::make_shared<TypedQuantized<Index>>(std::move(type), std::move(call), std::move(attrs),
-                                                 std::move(repr));
-}
-
-template <size_t... I>
-std::vector<Factory> factories(std::index_sequence<I...>) {
-  return {&make_typed<I>...};
-}
-
 c10::IValue quantized_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
   return dynamic_cast<QuantizedModuleImpl&>(m).forward(in);
 }
@@ -78,7 +56,7 @@ c10::IValue quantized_forward(torch::nn::Module& m, std::vector<c10::IValue>& in
 template <size_t... I>
 void register_kinds(std::index_sequence<I...>) {
   auto extra_repr = [](const torch::nn::Module& m) { return detail::as<QuantizedModuleImpl>(m).extra_repr(); };
-  (ir::ModuleRegistry::instance().add({kQuantizedTypes[I].type_name, typeid(TypedQuantized<I>), &quantized_forward,
+  (ir::ModuleRegistry::instance().add({kQuantizedTypes[I].type_name, typeid(detail::Typed<QuantizedModuleImpl, I>), &quantized_forward,
                                        extra_repr, kQuantizedTypes[I].display_name}),
    ...);
 }
@@ -102,10 +80,11 @@ namespace detail {
 
 std::shared_ptr<QuantizedModuleImpl> make_quantized(const std::string& type_name, QuantizedCall call,
                                                     QuantizedAttributes attributes, std::string extra_repr) {
-  static const std::vector<Factory> all = factories(std::make_index_sequence<std::size(kQuantizedTypes)>());
   for (size_t i = 0; i < std::size(kQuantizedTypes); ++i) {
     if (type_name == kQuantizedTypes[i].type_name) {
-      return all[i](type_name, std::move(call), std::move(attributes), std::move(extra_repr));
+      return make_kind<QuantizedModuleImpl, std::size(kQuantizedTypes), std::string, QuantizedCall,
+                       QuantizedAttributes, std::string>(i, type_name, std::move(call), std::move(attributes),
+                                                         std::move(extra_repr));
     }
   }
   TORCH_CHECK(false, "no quantized module class ", type_name);

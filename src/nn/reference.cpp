@@ -41,31 +41,6 @@ const ReferenceType kReferenceTypes[] = {
     {"torch.nn.EmbeddingBag", "torch.ao.nn.quantized.reference.EmbeddingBag", "QuantizedEmbedding(Reference)"},
 };
 
-/// One C++ type per reference class, so the registry can tell them apart.
-template <size_t Index>
-class TypedReference final : public ReferenceModuleImpl {
- public:
-  using ReferenceModuleImpl::ReferenceModuleImpl;
-};
-
-using ReferenceFactory = std::shared_ptr<ReferenceModuleImpl> (*)(std::shared_ptr<torch::nn::Module>,
-                                                                   const WeightQParams&);
-
-template <size_t Index>
-std::shared_ptr<ReferenceModuleImpl> make_typed(std::shared_ptr<torch::nn::Module> m, const WeightQParams& q) {
-  return std::make_shared<TypedReference<Index>>(std::move(m), q);
-}
-
-template <size_t... I>
-std::vector<ReferenceFactory> factories(std::index_sequence<I...>) {
-  return {&make_typed<I>...};
-}
-
-const std::vector<ReferenceFactory>& reference_factories() {
-  static const std::vector<ReferenceFactory> all = factories(std::make_index_sequence<std::size(kReferenceTypes)>());
-  return all;
-}
-
 /// forward() of every reference kind: one tensor, plus EmbeddingBag's
 /// optional offsets and per-sample weights.
 c10::IValue reference_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
@@ -86,7 +61,7 @@ void register_kinds(std::index_sequence<I...>) {
     const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*ref.float_module());
     return kind && kind->extra_repr ? kind->extra_repr(*ref.float_module()) : std::string();
   };
-  (ir::ModuleRegistry::instance().add({kReferenceTypes[I].reference_type, typeid(TypedReference<I>),
+  (ir::ModuleRegistry::instance().add({kReferenceTypes[I].reference_type, typeid(detail::Typed<ReferenceModuleImpl, I>),
                                        &reference_forward, extra_repr, kReferenceTypes[I].display_name}),
    ...);
 }
@@ -223,7 +198,8 @@ std::shared_ptr<ReferenceModuleImpl> reference_from_float(std::shared_ptr<torch:
   std::string float_type = ir::module_type_name(*float_module);
   for (size_t i = 0; i < std::size(kReferenceTypes); ++i) {
     if (float_type == kReferenceTypes[i].float_type) {
-      return reference_factories()[i](std::move(float_module), qparams);
+      return detail::make_kind<ReferenceModuleImpl, std::size(kReferenceTypes), std::shared_ptr<torch::nn::Module>,
+                               WeightQParams>(i, std::move(float_module), qparams);
     }
   }
   TORCH_CHECK(false, "no reference quantized module for ", float_type);
