@@ -195,3 +195,34 @@ INSTANTIATE_TEST_SUITE_P(Cases, OraclePrepare,
 
 }  // namespace
 }  // namespace qfx
+
+namespace qfx {
+namespace {
+
+// PyTorch's converted onednn mobilenet_v2 fails after a change of thread
+// count ("could not create a primitive descriptor for a reorder
+// primitive"); a model qfx lowers must keep running, with the same outputs.
+TEST(OracleLowering, SurvivesThreadCountChanges) {
+  nlohmann::json record = test::fixture_case("prepare.json", "mobilenet_v2");
+  auto gm = io::import_torchscript(test::fixture(record["model"]));
+  prepare_fx(*gm, quant::qconfig_mapping_from_json(record["qconfig_mapping"]), backend::get_native_backend_config());
+  torch::NoGradGuard no_grad;
+  std::vector<c10::IValue> inputs = io::as_inputs(io::load_value(test::fixture(record["input"])), "input");
+  ir::Interpreter(*gm).run(inputs);
+  EngineGuard engine("onednn");
+  convert_fx(*gm, backend::get_native_backend_config());
+  int threads = at::get_num_threads();
+  ir::Interpreter interpreter(*gm);
+  at::set_num_threads(2);
+  c10::IValue two = interpreter.run(inputs);
+  at::set_num_threads(1);
+  c10::IValue one = interpreter.run(inputs);
+  at::set_num_threads(2);
+  c10::IValue again = interpreter.run(inputs);
+  at::set_num_threads(threads);
+  EXPECT_EQ(test::max_abs_error(one, two), 0.0);
+  EXPECT_EQ(test::max_abs_error(again, two), 0.0);
+}
+
+}  // namespace
+}  // namespace qfx
