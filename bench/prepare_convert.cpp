@@ -1,5 +1,5 @@
 // qfx side of bench/prepare_convert.sh: prepare_fx (fuse + insert observers)
-// and convert_to_reference_fx on an imported model, one untimed calibration
+// and convert_fx (reference, then lowering) on an imported model, one untimed calibration
 // forward between them; median of repeats, each on a fresh import.
 //
 //   bench_prepare_convert MODEL.pt INPUT.pt BACKEND REPEATS
@@ -10,6 +10,7 @@
 #include "qfx/ir/interpreter.h"
 #include "qfx/quantize.h"
 
+#include <ATen/Context.h>
 #include <c10/core/InferenceMode.h>
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   c10::InferenceMode no_autograd;
+  at::globalContext().setQEngine(at::QEngine::ONEDNN);  // as PyTorch's default here
   std::vector<c10::IValue> inputs = qfx::io::as_inputs(qfx::io::load_value(argv[2]), "input");
   std::string backend = argv[3];
   qfx::backend::BackendConfig config = qfx::backend::get_backend_config("native");
@@ -51,7 +53,7 @@ int main(int argc, char** argv) {
     prepare_times.push_back(seconds_since(start));
     qfx::ir::Interpreter(*gm).run(inputs);
     start = std::chrono::steady_clock::now();
-    qfx::convert_to_reference_fx(*gm, config);
+    qfx::convert_fx(*gm, config);
     convert_times.push_back(seconds_since(start));
     nodes = gm->graph().size();
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch side of bench/prepare_convert.sh: prepare_fx and
-convert_to_reference_fx (native backend config, get_default_qconfig_mapping)
+convert_fx (native backend config, get_default_qconfig_mapping)
 with one untimed calibration forward between them; median of repeats, each
 on a fresh copy of the model.
 
@@ -18,7 +18,7 @@ import warnings
 import torch
 import torchvision
 from torch.ao.quantization import get_default_qconfig_mapping
-from torch.ao.quantization.quantize_fx import convert_to_reference_fx, prepare_fx
+from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
 
 def summary(times):
@@ -41,7 +41,7 @@ def main():
             prepare_times.append(time.perf_counter() - start)
             prepared(x)
             start = time.perf_counter()
-            reference = convert_to_reference_fx(prepared)
+            reference = convert_fx(prepared)
             convert_times.append(time.perf_counter() - start)
     print(json.dumps({'prepare': summary(prepare_times), 'convert': summary(convert_times),
                       'nodes': len(reference.graph.nodes)}))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# prepare_fx + convert_to_reference_fx, qfx (C++) against PyTorch 1.13
+# prepare_fx + convert_fx (lowered to quantized kernels), qfx (C++) against PyTorch 1.13
 # (Python), in one run: torchvision models with random weights, the native
 # BackendConfig and get_default_qconfig_mapping("onednn"), one calibration
 # batch between prepare and convert (not timed). Prints medians, spreads and
