@@ -61,12 +61,13 @@ def write_all(out):
               'prepared': flow_fixtures.graph_json(prepared)}
     optimizer = torch.optim.SGD(prepared.parameters(), lr=LR)
     losses = []
-    for step in range(STEPS):
-        optimizer.zero_grad()
-        loss = F.mse_loss(prepared(inputs[step]), targets[step])
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    with torch.enable_grad():  # make_fixtures.py turns autograd off
+        for step in range(STEPS):
+            optimizer.zero_grad()
+            loss = F.mse_loss(prepared(inputs[step]), targets[step])
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
     record['losses'] = losses
     with torch.no_grad():
         record['fake_quants'] = flow_fixtures.observer_records(prepared)
