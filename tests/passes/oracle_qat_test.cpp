@@ -9,10 +9,12 @@
 
 #include "qfx/backend/builtin_backends.h"
 #include "qfx/io/tensor_io.h"
+#include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/qat.h"
+#include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/observer_base.h"
 #include "qfx/quant/qconfig_json.h"
 #include "qfx/quantize.h"
@@ -64,7 +66,19 @@ TEST(OracleQat, TrainsAndConvertsAsPyTorch) {
     }
   }
 
+  // a QAT-prepared model exports with its fake quantization (observers off)
+  for (const auto& m : gm->root().modules()) {
+    if (auto* fq = dynamic_cast<quant::FakeQuantizeBase*>(m.get())) fq->enable_observer(false);
+  }
   gm->root().train(false);
+  std::string exported = ::testing::TempDir() + "qfx_qat_export_test.pt";
+  io::export_torchscript(*gm, exported);
+  torch::jit::Module module = torch::jit::load(exported);
+  EXPECT_EQ(test::max_abs_error(module.forward({inputs[0]}), ir::Interpreter(*gm).run({inputs[0]})), 0.0);
+  for (const auto& m : gm->root().modules()) {
+    if (auto* fq = dynamic_cast<quant::FakeQuantizeBase*>(m.get())) fq->enable_observer(true);
+  }
+
   at::globalContext().setQEngine(at::QEngine::ONEDNN);
   convert_fx(*gm, backend);
   const nlohmann::json& lowered = record["lowered"];

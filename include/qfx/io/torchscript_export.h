@@ -7,7 +7,9 @@
 /// its forward is the graph's code with each module call written out as the
 /// ATen or `torch.ops.quantized` call it makes. Observers export as pass-through
 /// (an exported prepared model computes the float outputs but does not
-/// calibrate); FakeQuantize modules do not export.
+/// calibrate); fake-quantize modules as fake quantization with their current
+/// qparams (what they compute with the observer off), LearnableFakeQuantize
+/// not at all.
 ///
 /// \code
 ///   qfx::convert_fx(*gm);

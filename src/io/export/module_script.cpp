@@ -8,9 +8,12 @@
 #include "qfx/ir/python_literals.h"
 #include "qfx/nn/activation.h"
 #include "qfx/nn/intrinsic.h"
+#include "qfx/nn/qat.h"
 #include "qfx/nn/quantized.h"
 #include "qfx/nn/reference.h"
+#include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/observer_base.h"
+#include "qfx/quant/qtypes.h"
 
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -66,10 +69,10 @@ const Impl& as(const torch::nn::Module& m) {
 }
 
 template <size_t D, typename Options>
-std::string conv(const Emit& e, const Options& o, const std::string& weight_name, bool transposed) {
+std::string conv(const Emit& e, const Options& o, const std::string& weight, const std::string& bias_override,
+                 bool transposed) {
   std::string d = std::to_string(D) + "d";
-  const std::string& weight = weight_name;
-  std::string bias = e.param("bias");
+  std::string bias = bias_override.empty() ? e.param("bias") : bias_override;
   if (transposed) {
     const auto& padding = c10::get<torch::ExpandingArray<D>>(o.padding());
     return "torch.conv_transpose" + d + "(" + e.x() + ", " + weight + ", " + bias + ", " + ints(*o.stride()) + ", " +
@@ -109,7 +112,7 @@ std::string embedding_bag(const Emit& e, const std::string& weight) {
 
 /// The float computation of a Linear, ConvNd, ConvTransposeNd or Embedding
 /// with the weight `weight_of()` names; empty for other modules.
-std::string weighted(const Emit& e, const std::function<std::string()>& weight_of) {
+std::string weighted(const Emit& e, const std::function<std::string()>& weight_of, const std::string& bias = "") {
   using namespace torch::nn;
   const torch::nn::Module& m = e.m;
   bool is_weighted = dynamic_cast<const LinearImpl*>(&m) || dynamic_cast<const Conv1dImpl*>(&m) ||
@@ -119,13 +122,15 @@ std::string weighted(const Emit& e, const std::function<std::string()>& weight_o
                      dynamic_cast<const EmbeddingBagImpl*>(&m);
   if (!is_weighted) return "";
   std::string weight = weight_of();
-  if (dynamic_cast<const LinearImpl*>(&m)) return "torch.linear(" + e.x() + ", " + weight + ", " + e.param("bias") + ")";
-  if (auto* c = dynamic_cast<const Conv1dImpl*>(&m)) return conv<1>(e, c->options, weight, false);
-  if (auto* c = dynamic_cast<const Conv2dImpl*>(&m)) return conv<2>(e, c->options, weight, false);
-  if (auto* c = dynamic_cast<const Conv3dImpl*>(&m)) return conv<3>(e, c->options, weight, false);
-  if (auto* c = dynamic_cast<const ConvTranspose1dImpl*>(&m)) return conv<1>(e, c->options, weight, true);
-  if (auto* c = dynamic_cast<const ConvTranspose2dImpl*>(&m)) return conv<2>(e, c->options, weight, true);
-  if (auto* c = dynamic_cast<const ConvTranspose3dImpl*>(&m)) return conv<3>(e, c->options, weight, true);
+  if (dynamic_cast<const LinearImpl*>(&m)) {
+    return "torch.linear(" + e.x() + ", " + weight + ", " + (bias.empty() ? e.param("bias") : bias) + ")";
+  }
+  if (auto* c = dynamic_cast<const Conv1dImpl*>(&m)) return conv<1>(e, c->options, weight, bias, false);
+  if (auto* c = dynamic_cast<const Conv2dImpl*>(&m)) return conv<2>(e, c->options, weight, bias, false);
+  if (auto* c = dynamic_cast<const Conv3dImpl*>(&m)) return conv<3>(e, c->options, weight, bias, false);
+  if (auto* c = dynamic_cast<const ConvTranspose1dImpl*>(&m)) return conv<1>(e, c->options, weight, bias, true);
+  if (auto* c = dynamic_cast<const ConvTranspose2dImpl*>(&m)) return conv<2>(e, c->options, weight, bias, true);
+  if (auto* c = dynamic_cast<const ConvTranspose3dImpl*>(&m)) return conv<3>(e, c->options, weight, bias, true);
   if (auto* emb = dynamic_cast<const EmbeddingImpl*>(&m)) {
     return "torch.embedding(" + weight + ", " + e.x() + ", " + std::to_string(emb->options.padding_idx().value_or(-1)) +
            ", False, False)";
@@ -282,6 +287,69 @@ std::string quantized(const nn::QuantizedModuleImpl& q, const Emit& e) {
   return "torch.ops." + op.replace(op.find("::"), 2, ".") + "(" + args + ")";
 }
 
+/// A fake-quantize module with its current qparams (what it computes with
+/// its observer off); the identity when fake quantization is off.
+std::string fake_quantize(const quant::FakeQuantizeBase& fq, const Emit& e, const std::string& type) {
+  TORCH_CHECK(type.find("Learnable") == std::string::npos, "export: ", type, " at '", e.path,
+              "' has no TorchScript form; convert the model first");
+  if (!fq.fake_quant_enabled()) return e.x();
+  auto [quant_min, quant_max] = fq.quant_range();
+  std::string range = std::to_string(quant_min) + ", " + std::to_string(quant_max) + ")";
+  std::string qparams = e.x() + ", " + e.param("scale") + ", " + e.param("zero_point") + ", ";
+  if (quant::is_per_channel(fq.qscheme())) {
+    return "torch.fake_quantize_per_channel_affine(" + qparams + std::to_string(fq.ch_axis()) + ", " + range;
+  }
+  return "torch.fake_quantize_per_tensor_affine(" + qparams + range;
+}
+
+/// The weight fake quantization of a QAT module applied to `weight`.
+std::string weight_fake_quantize(const nn::QatModuleImpl& q, const Emit& e, const std::string& weight) {
+  Emit fq{q.weight_fake_quant(), e.path + ".weight_fake_quant", {weight}, e.attrs};
+  auto* base = dynamic_cast<const quant::FakeQuantizeBase*>(&q.weight_fake_quant());
+  return base != nullptr ? fake_quantize(*base, fq, ir::module_type_name(q.weight_fake_quant())) : weight;
+}
+
+double bn_eps(const torch::nn::Module& bn) {
+  if (auto* b = dynamic_cast<const torch::nn::BatchNorm1dImpl*>(&bn)) return b->options.eps();
+  if (auto* b = dynamic_cast<const torch::nn::BatchNorm2dImpl*>(&bn)) return b->options.eps();
+  return as<torch::nn::BatchNorm3dImpl>(bn).options.eps();
+}
+
+std::string bn_expression(const torch::nn::Module& bn, const Emit& e) {
+  if (dynamic_cast<const torch::nn::BatchNorm1dImpl*>(&bn)) return batch_norm<torch::nn::BatchNorm1dImpl>(e);
+  if (dynamic_cast<const torch::nn::BatchNorm2dImpl*>(&bn)) return batch_norm<torch::nn::BatchNorm2dImpl>(e);
+  return batch_norm<torch::nn::BatchNorm3dImpl>(e);
+}
+
+/// A QAT module in eval mode: fake-quantized weight on the float op; ConvBn
+/// kinds as PyTorch's _forward_approximate with the running statistics.
+std::string qat(const nn::QatModuleImpl& q, const Emit& e) {
+  Emit inner{*q.weighted(), e.path, e.in, e.attrs};
+  std::string out;
+  auto bn_module = q.named_children();
+  if (!bn_module.contains("bn")) {
+    out = weighted(inner, [&] { return weight_fake_quantize(q, e, e.param("weight")); });
+  } else {
+    const torch::nn::Module& bn = *bn_module["bn"];
+    Emit bn_params{bn, e.path + ".bn", {}, e.attrs};
+    int64_t dims = q.named_parameters(false)["weight"].dim();
+    std::vector<int64_t> weight_shape(dims, 1), bias_shape(dims, 1);
+    weight_shape[0] = -1;
+    bias_shape[1] = -1;
+    std::string factor = "(" + bn_params.param("weight") + " / torch.sqrt(" + bn_params.param("running_var") + " + " +
+                         num(bn_eps(bn)) + "))";
+    std::string bias = e.param("bias");
+    std::string scaled = weight_fake_quantize(q, e, "(" + e.param("weight") + " * " + factor + ".reshape(" + ints(weight_shape) + "))");
+    std::string zero_bias = bias != "None" ? "torch.zeros_like(" + bias + ")"
+                                           : "torch.zeros([" + std::to_string(q.named_parameters(false)["weight"].size(0)) + "])";
+    std::string orig = "(" + weighted(inner, [&] { return scaled; }, zero_bias) + " / " + factor + ".reshape(" +
+                       ints(bias_shape) + "))";
+    if (bias != "None") orig = "(" + orig + " + " + bias + ".reshape(" + ints(bias_shape) + "))";
+    out = bn_expression(bn, Emit{bn, e.path + ".bn", {orig}, e.attrs});
+  }
+  return q.type_name().find("ReLU") != std::string::npos ? "torch.relu(" + out + ")" : out;
+}
+
 }  // namespace
 
 std::string ScriptAttrs::add(const std::string& hint, const c10::IValue& value) {
@@ -308,11 +376,9 @@ std::string module_expression(const torch::nn::Module& module, const std::string
   Emit e{module, path, inputs, attrs};
   std::string type = ir::module_type_name(module);
   if (auto* q = dynamic_cast<const nn::QuantizedModuleImpl*>(&module)) return quantized(*q, e);
-  if (dynamic_cast<const quant::ActivationPostProcess*>(&module) != nullptr) {
-    TORCH_CHECK(type.find("FakeQuantize") == std::string::npos, "export: ", type, " at '", path,
-                "' has no TorchScript form; convert the model first");
-    return inputs.at(0);  // observers pass values through
-  }
+  if (auto* fq = dynamic_cast<const quant::FakeQuantizeBase*>(&module)) return fake_quantize(*fq, e, type);
+  if (auto* q = dynamic_cast<const nn::QatModuleImpl*>(&module)) return qat(*q, e);
+  if (dynamic_cast<const quant::ActivationPostProcess*>(&module) != nullptr) return inputs.at(0);  // observers pass values through
   if (auto* ref = dynamic_cast<const nn::ReferenceModuleImpl*>(&module)) {
     Emit inner{*ref->float_module(), path, inputs, attrs};
     std::string out =
