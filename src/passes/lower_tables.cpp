@@ -168,6 +168,10 @@ const NodeList& fixed_qparams_nodes() {
   return kList;
 }
 
+// PyTorch 1.13 also lists torch.nn.PReLU and swaps it for a quantized PReLU
+// whose weight comes from an observer that never saw it (slopes of 0.25
+// become 0), on a kernel that scales positive inputs too; qfx keeps PReLU
+// float between its dequantize and quantize (docs/divergences.md).
 const NodeList& default_nodes() {
   static const NodeList kList = {
       {"torch.nn.functional.elu", "torch.nn.functional.hardswish", "torch.nn.functional.instance_norm",
@@ -175,7 +179,7 @@ const NodeList& default_nodes() {
       {},
       {std::string(kRef) + "ConvTranspose1d", std::string(kRef) + "ConvTranspose2d", "torch.nn.ELU",
        "torch.nn.LeakyReLU", "torch.nn.Hardswish", "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d",
-       "torch.nn.InstanceNorm3d", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.PReLU", "torch.nn.BatchNorm2d",
+       "torch.nn.InstanceNorm3d", "torch.nn.LayerNorm", "torch.nn.Dropout", "torch.nn.BatchNorm2d",
        "torch.nn.BatchNorm3d", "torch.ao.nn.intrinsic.BNReLU2d", "torch.ao.nn.intrinsic.BNReLU3d"}};
   return kList;
 }

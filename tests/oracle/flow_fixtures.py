@@ -335,9 +335,23 @@ def lowered_record(case, prepared, backend_config, engine, inputs):
         torch.backends.quantized.engine = 'onednn'
 
 
+def patch_prelu_lowering():
+    """1.13 lowers nn.PReLU to a quantized PReLU whose weight observer never
+    ran (slopes become 0) on a kernel that also scales positive inputs; qfx
+    keeps PReLU float (docs/divergences.md): so does the patched oracle."""
+    import torch.ao.quantization.fx._lower_to_native_backend as lower
+    original = lower.is_default_node
+
+    def is_default_node(node, modules):
+        f, m, mod = original(node, modules)
+        return f, m, mod and not isinstance(modules.get(str(node.target)), nn.PReLU)
+    lower.is_default_node = is_default_node
+
+
 def write_prepare():
     ob.HistogramObserver.forward = quant_fixtures.FixedHistogramObserver.forward
     patch_reference_conv_padding()
+    patch_prelu_lowering()
     backends = {'native': get_native_backend_config(), 'qnnpack': get_qnnpack_backend_config(),
                 'my_backend': backend_fixtures.tutorial_backend_config()}
     python_models = {name: (lambda cls=cls: cls().eval()) for name, (cls, _) in SMALL_MODELS.items()}
