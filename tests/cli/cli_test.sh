@@ -257,6 +257,14 @@ expect_error 1 "missing_calib.pt" -- quantize "$fixtures/resnet18.pt" -o "$work/
 echo '{"global": {"activation": {"type": "NoSuchObserver"}}}' >"$work/bad_qconfig.json"
 expect_error 1 "bad_qconfig.json" -- quantize "$fixtures/resnet18.pt" -o "$work/bad.pt" --calib "$work/calib.pt" \
   --qconfig "$work/bad_qconfig.json"
+echo '{"output_quantized_idxs": [0]}' >"$work/output_quantized.json"
+"$qfx" quantize "$fixtures/linear_relu.pt" -o "$work/lr_qout.pt" --calib "$fixtures/linear_relu.input.pt" \
+  --prepare-custom-config "$work/output_quantized.json" || fail "quantize --prepare-custom-config exited $?"
+"$python" -c "import torch, sys; y = torch.jit.load(sys.argv[1])(torch.load(sys.argv[2])); sys.exit(0 if y.is_quantized else 1)" \
+  "$work/lr_qout.pt" "$fixtures/linear_relu.input.pt" || fail "output_quantized_idxs: the exported output is not quantized"
+echo '{"standalone_module_name": []}' >"$work/standalone.json"
+expect_error 1 "standalone.json: standalone_module_name: not supported by qfx yet" -- quantize "$fixtures/linear_relu.pt" \
+  -o "$work/bad.pt" --calib "$fixtures/linear_relu.input.pt" --prepare-custom-config "$work/standalone.json"
 [ ! -e "$work/bad.pt" ] || fail "a failed quantize left its output file"
 
 if [ "$failures" -ne 0 ]; then

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "config_args.h"
 
+#include "qfx/custom_config_json.h"
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
@@ -26,6 +27,7 @@ namespace {
 
 struct Options {
   std::string model, output, backend = "native", qconfig = "default", engine = "onednn", calib, report;
+  std::string prepare_custom_config;
   int64_t calib_batches = 0;  // 0: all
   int64_t batch_size = 8;
   bool dynamic = false, reference = false, print = false;
@@ -111,22 +113,24 @@ void run(const Options& o) {
   TORCH_CHECK(o.batch_size > 0, "--batch-size must be positive, got ", o.batch_size);
   backend::BackendConfig backend = backend_from_arg(o.backend);
   quant::QConfigMapping mapping = mapping_for(o);
+  PrepareCustomConfig custom;
+  if (!o.prepare_custom_config.empty()) custom = load_prepare_custom_config(o.prepare_custom_config);
 
   Stopwatch clock;
   nlohmann::json timings;
   auto gm = io::import_torchscript(o.model);
   std::vector<ReportNode> float_nodes = report_nodes_of(*gm);
   timings["import_s"] = clock.lap();
-  prepare_fx(*gm, mapping, backend);
+  prepare_fx(*gm, mapping, backend, custom);
   timings["prepare_s"] = clock.lap();
   if (!o.calib.empty()) calibrate(*gm, o);
   timings["calibrate_s"] = clock.lap();
   nlohmann::json nodes = quantization_report(*gm, float_nodes);
   clock.lap();
   if (o.reference) {
-    convert_to_reference_fx(*gm, backend);
+    convert_to_reference_fx(*gm, backend, custom);
   } else {
-    convert_fx(*gm, backend);
+    convert_fx(*gm, backend, custom);
   }
   timings["convert_s"] = clock.lap();
   io::export_torchscript(*gm, o.output);
@@ -153,6 +157,8 @@ void add_quantize_command(CLI::App& app, Action& action) {
                   "calibration data saved with torch.save: a tensor (batches along dim 0) or a list of batches");
   cmd->add_option("--calib-batches", o->calib_batches, "use at most this many batches (default: all)");
   cmd->add_option("--batch-size", o->batch_size, "batch size when --calib is one tensor (default: 8)");
+  cmd->add_option("--prepare-custom-config", o->prepare_custom_config,
+                  "PrepareCustomConfig JSON (PyTorch's to_dict() keys): input_quantized_idxs, output_quantized_idxs");
   cmd->add_flag("--dynamic", o->dynamic, "dynamic quantization of Linear layers (no calibration)");
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings");
