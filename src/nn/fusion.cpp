@@ -18,13 +18,6 @@ namespace qfx::nn {
 namespace {
 
 /// What folding reads from a batch norm.
-struct BatchNormState {
-  at::Tensor running_mean, running_var, weight, bias;
-  double eps = 0;
-  int64_t num_features = 0;
-  bool affine = false, track_running_stats = false;
-};
-
 template <typename Impl>
 bool read_bn(const torch::nn::Module& m, BatchNormState& out) {
   const auto* bn = dynamic_cast<const Impl*>(&m);
@@ -32,16 +25,6 @@ bool read_bn(const torch::nn::Module& m, BatchNormState& out) {
   out = {bn->running_mean, bn->running_var, bn->weight, bn->bias, bn->options.eps(), bn->options.num_features(),
          bn->options.affine(), bn->options.track_running_stats()};
   return true;
-}
-
-BatchNormState batch_norm_state(const torch::nn::Module& m) {
-  BatchNormState s;
-  bool ok = read_bn<torch::nn::BatchNorm1dImpl>(m, s) || read_bn<torch::nn::BatchNorm2dImpl>(m, s) ||
-            read_bn<torch::nn::BatchNorm3dImpl>(m, s);
-  TORCH_CHECK(ok, "expected a BatchNorm1d/2d/3d to fuse, got ", ir::module_type_name(m));
-  TORCH_CHECK(s.running_mean.defined() && s.running_var.defined(),
-              "cannot fold a BatchNorm without running statistics (track_running_stats=False)");
-  return s;
 }
 
 /// The options of a small module of the same kind: constructing a LibTorch
@@ -171,6 +154,16 @@ std::pair<at::Tensor, at::Tensor> fuse_linear_bn_weights(const at::Tensor& linea
   at::NoGradGuard no_grad;
   at::Tensor scale = gamma * at::rsqrt(bn_rv + bn_eps);
   return {linear_w * scale.unsqueeze(-1), (b - bn_rm) * scale + beta};
+}
+
+BatchNormState batch_norm_state(const torch::nn::Module& m) {
+  BatchNormState s;
+  bool ok = read_bn<torch::nn::BatchNorm1dImpl>(m, s) || read_bn<torch::nn::BatchNorm2dImpl>(m, s) ||
+            read_bn<torch::nn::BatchNorm3dImpl>(m, s);
+  TORCH_CHECK(ok, "expected a BatchNorm1d/2d/3d to fuse, got ", ir::module_type_name(m));
+  TORCH_CHECK(s.running_mean.defined() && s.running_var.defined(),
+              "cannot fold a BatchNorm without running statistics (track_running_stats=False)");
+  return s;
 }
 
 ModulePtr fuse_conv_bn_eval(const torch::nn::Module& conv, const torch::nn::Module& bn, bool transpose) {

@@ -132,13 +132,9 @@ at::Tensor QatModuleImpl::forward_with_bn(const at::Tensor& x) {
   // PyTorch's _ConvBnNd._forward_approximate
   at::Tensor weight = param(*this, "weight");
   at::Tensor bias = param(*this, "bias");
-  at::Tensor running_var = bn_->named_buffers(false)["running_var"];
-  double eps = 0;
-  if (auto* b1 = dynamic_cast<torch::nn::BatchNorm1dImpl*>(bn_.get())) eps = b1->options.eps();
-  if (auto* b2 = dynamic_cast<torch::nn::BatchNorm2dImpl*>(bn_.get())) eps = b2->options.eps();
-  if (auto* b3 = dynamic_cast<torch::nn::BatchNorm3dImpl*>(bn_.get())) eps = b3->options.eps();
-  at::Tensor running_std = at::sqrt(running_var + eps);
-  at::Tensor scale_factor = param(*bn_, "weight") / running_std;
+  BatchNormState bn = batch_norm_state(*bn_);
+  at::Tensor running_std = at::sqrt(bn.running_var + bn.eps);
+  at::Tensor scale_factor = bn.weight / running_std;
   std::vector<int64_t> weight_shape(weight.dim(), 1), bias_shape(weight.dim(), 1);
   weight_shape[0] = -1;
   bias_shape[1] = -1;

@@ -34,6 +34,16 @@ std::pair<at::Tensor, at::Tensor> fuse_linear_bn_weights(const at::Tensor& linea
                                                          double bn_eps, const at::Tensor& bn_w,
                                                          const at::Tensor& bn_b);
 
+/// A BatchNorm1d/2d/3d's statistics, parameters and options.
+struct BatchNormState {
+  at::Tensor running_mean, running_var, weight, bias;
+  double eps = 0;
+  int64_t num_features = 0;
+  bool affine = false, track_running_stats = false;
+};
+/// The state of `bn`; c10::Error unless it is a BatchNorm with running statistics.
+BatchNormState batch_norm_state(const torch::nn::Module& bn);
+
 /// A new Conv*d / ConvTranspose*d with `bn` folded in; the inputs are not
 /// changed. Both must be in eval mode.
 ModulePtr fuse_conv_bn_eval(const torch::nn::Module& conv, const torch::nn::Module& bn, bool transpose = false);

@@ -7,6 +7,7 @@
 #include "qfx/ir/namespace.h"
 #include "qfx/ir/python_literals.h"
 #include "qfx/nn/activation.h"
+#include "qfx/nn/fusion.h"
 #include "qfx/nn/intrinsic.h"
 #include "qfx/nn/qat.h"
 #include "qfx/nn/quantized.h"
@@ -309,12 +310,6 @@ std::string weight_fake_quantize(const nn::QatModuleImpl& q, const Emit& e, cons
   return base != nullptr ? fake_quantize(*base, fq, ir::module_type_name(q.weight_fake_quant())) : weight;
 }
 
-double bn_eps(const torch::nn::Module& bn) {
-  if (auto* b = dynamic_cast<const torch::nn::BatchNorm1dImpl*>(&bn)) return b->options.eps();
-  if (auto* b = dynamic_cast<const torch::nn::BatchNorm2dImpl*>(&bn)) return b->options.eps();
-  return as<torch::nn::BatchNorm3dImpl>(bn).options.eps();
-}
-
 std::string bn_expression(const torch::nn::Module& bn, const Emit& e) {
   if (dynamic_cast<const torch::nn::BatchNorm1dImpl*>(&bn)) return batch_norm<torch::nn::BatchNorm1dImpl>(e);
   if (dynamic_cast<const torch::nn::BatchNorm2dImpl*>(&bn)) return batch_norm<torch::nn::BatchNorm2dImpl>(e);
@@ -337,7 +332,7 @@ std::string qat(const nn::QatModuleImpl& q, const Emit& e) {
     weight_shape[0] = -1;
     bias_shape[1] = -1;
     std::string factor = "(" + bn_params.param("weight") + " / torch.sqrt(" + bn_params.param("running_var") + " + " +
-                         num(bn_eps(bn)) + "))";
+                         num(nn::batch_norm_state(bn).eps) + "))";
     std::string bias = e.param("bias");
     std::string scaled = weight_fake_quantize(q, e, "(" + e.param("weight") + " * " + factor + ".reshape(" + ints(weight_shape) + "))");
     std::string zero_bias = bias != "None" ? "torch.zeros_like(" + bias + ")"
