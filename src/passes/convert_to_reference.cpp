@@ -36,14 +36,14 @@ std::shared_ptr<ActivationPostProcess> observer_at(const ir::GraphModule& gm, co
 }
 
 bool has_none_qconfig(const ir::Argument& arg) {
-  return arg.is_node() && arg.to_node()->meta().count(kQConfigMeta) > 0 && !node_qconfig(*arg.to_node());
+  return arg.is_node() && node_has_none_qconfig(*arg.to_node());
 }
 
 /// PyTorch's get_module_path_and_prefix: where the qparams attributes are
 /// named from (`linear_input_scale_0` for the input of linear).
 std::string attr_prefix(const ir::Node& observer) {
   const ir::Node* observed = observer.args().at(0).to_node();
-  bool input_only = observed->meta().count(kQConfigMeta) > 0 && !node_qconfig(*observed);
+  bool input_only = node_has_none_qconfig(*observed);
   if (!input_only) return scope_of(observed);
   const ir::Node* user = observer.users().empty() ? nullptr : observer.users()[0];
   for (const ir::Node* n : observer.users()) {

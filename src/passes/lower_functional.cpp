@@ -85,7 +85,7 @@ void lower_dynamic_functional(Lowering& l, ir::Node* node) {
     if (relu->args().empty() || !relu->args()[0].is_node()) return;
     func = relu->args()[0].to_node();
   }
-  if (has_none_qconfig(*func) || find_function(dynamic_function_lowerings(), *func) == nullptr) return;
+  if (node_has_none_qconfig(*func) || find_function(dynamic_function_lowerings(), *func) == nullptr) return;
   if (func->args().size() < 2 || !is_dequantize(func->args()[0]) || !is_dequantize(func->args()[1])) return;
   ir::Node* input_q = func->args()[0].to_node()->args()[0].to_node();
   if (!is_call(*input_q, ir::Opcode::kCallFunction, "torch.quantize_per_tensor_dynamic")) return;

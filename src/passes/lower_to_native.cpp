@@ -25,7 +25,7 @@ bool holds_reference(const torch::nn::Module& m) {
 std::string why_not_lowered(const Lowering& l, const ir::Node& node) {
   auto it = l.refusals.find(&node);
   if (it != l.refusals.end()) return it->second;
-  if (has_none_qconfig(node)) return "its qconfig is None";
+  if (node_has_none_qconfig(node)) return "its qconfig is None";
   if (auto m = l.module(&node)) {
     bool known = false;
     for (const auto* table : {&static_module_lowerings(), &dynamic_module_lowerings(), &special_module_lowerings()}) {

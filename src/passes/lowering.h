@@ -4,6 +4,7 @@
 #include "qfx/ir/graph_module.h"
 #include "qfx/nn/quantized.h"
 #include "qfx/passes/pass.h"
+#include "qfx/passes/prepare_state.h"
 
 #include <map>
 #include <memory>
@@ -43,8 +44,6 @@ std::optional<StaticMatch> match_static(const Lowering& l, ir::Node* node,
 
 bool is_dequantize(const ir::Argument& arg);
 bool is_call(const ir::Node& node, ir::Opcode op, const char* target);
-/// True when insert-observers gave the node a None qconfig (should_skip_lowering).
-bool has_none_qconfig(const ir::Node& node);
 /// The scale and zero point a quantize node's get_attr arguments hold.
 nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q);
 

@@ -34,8 +34,6 @@ bool is_dequantize(const ir::Argument& arg) {
   return arg.is_node() && is_call(*arg.to_node(), ir::Opcode::kCallMethod, "dequantize");
 }
 
-bool has_none_qconfig(const ir::Node& node) { return node.meta().count(kQConfigMeta) > 0 && !node_qconfig(node); }
-
 nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q) {
   at::Tensor scale = l.gm.get_attr(q.args().at(1).to_node()->target()).toTensor();
   at::Tensor zero_point = l.gm.get_attr(q.args().at(2).to_node()->target()).toTensor();
@@ -68,7 +66,7 @@ std::optional<StaticMatch> match_static(const Lowering& l, ir::Node* node,
     if (m.relu->args().empty() || !m.relu->args()[0].is_node()) return std::nullopt;
     m.ref = m.relu->args()[0].to_node();
   }
-  if (has_none_qconfig(*m.ref) || !accept(*m.ref)) return std::nullopt;
+  if (node_has_none_qconfig(*m.ref) || !accept(*m.ref)) return std::nullopt;
   bool dequantized = false;
   for (size_t i : dequantize_indexes) {
     if (i >= m.ref->args().size()) return std::nullopt;

@@ -11,6 +11,10 @@ quant::QConfigAny node_qconfig(const ir::Node& node) {
   return it == node.meta().end() ? std::nullopt : std::any_cast<quant::QConfigAny>(it->second);
 }
 
+bool node_has_none_qconfig(const ir::Node& node) {
+  return node.meta().count(kQConfigMeta) > 0 && !node_qconfig(node);
+}
+
 bool node_is_observed(const ir::Node& node) { return node.meta().count(kObservedMeta) > 0; }
 
 }  // namespace qfx::passes

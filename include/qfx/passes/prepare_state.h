@@ -20,6 +20,9 @@ inline constexpr const char* kFloatReasonMeta = "float_reason";
 
 /// The qconfig insert-observers gave `node` (nullopt if none or not prepared).
 quant::QConfigAny node_qconfig(const ir::Node& node);
+/// True when insert-observers resolved a None qconfig for `node` (PyTorch's
+/// has_none_qconfig / should_skip_lowering); false for nodes it never saw.
+bool node_has_none_qconfig(const ir::Node& node);
 /// True when insert-observers observed `node`'s pattern.
 bool node_is_observed(const ir::Node& node);
 
