@@ -228,6 +228,7 @@ PREPARE_CASES = [
     ('resnet18', 'resnet18', 'native', lambda: get_default_qconfig_mapping('onednn')),
     ('resnet18_qnnpack', 'resnet18', 'qnnpack', lambda: get_default_qconfig_mapping('qnnpack')),
     ('resnet50', 'resnet50', 'native', lambda: get_default_qconfig_mapping('onednn')),
+    ('resnet50_qnnpack', 'resnet50', 'qnnpack', lambda: get_default_qconfig_mapping('qnnpack')),
     ('mobilenet_v2', 'mobilenet_v2', 'native', lambda: get_default_qconfig_mapping('onednn')),
     ('mobilenet_v2_qnnpack', 'mobilenet_v2', 'qnnpack', lambda: get_default_qconfig_mapping('qnnpack')),
     ('mobilenet_v3_large_onednn', 'mobilenet_v3_large', 'native', lambda: get_default_qconfig_mapping('onednn')),

@@ -91,12 +91,17 @@ std::map<std::string, std::string> observer_rows(const nlohmann::json& record) {
   return rows;
 }
 
-/// What the TorchScript export of `gm` computes on `input`, loaded back with torch::jit::load.
-c10::IValue exported_output(const ir::GraphModule& gm, const c10::IValue& input) {
+/// What the TorchScript export of `gm` computes on `input`, loaded back with
+/// torch::jit::load; the file is also kept for Python (tests/oracle/check_exported.py),
+/// which must reproduce `interpreted` within `tolerance`.
+c10::IValue exported_output(const ir::GraphModule& gm, const c10::IValue& input, const std::string& name,
+                            const c10::IValue& interpreted, double tolerance, bool relative) {
   std::string path = ::testing::TempDir() + "qfx_export_test.pt";
   io::export_torchscript(gm, path);
   torch::jit::Module module = torch::jit::load(path);
   std::vector<c10::IValue> inputs = io::as_inputs(input, "input");
+  std::string engine = at::globalContext().qEngine() == at::QEngine::QNNPACK ? "qnnpack" : "onednn";
+  test::keep_for_python(name, path, inputs, interpreted, tolerance, relative, engine);
   return module.forward(inputs);
 }
 
@@ -153,7 +158,9 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   c10::IValue expected = io::load_value(test::fixture(reference["output"]));
   c10::IValue ours_out = ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
   EXPECT_LE(test::max_relative_error(ours_out, expected), 1e-6);
-  EXPECT_LE(test::max_relative_error(exported_output(*gm, input), ours_out), 1e-6) << "exported reference model";
+  EXPECT_LE(test::max_relative_error(exported_output(*gm, input, GetParam() + "_reference", ours_out, 1e-6, true), ours_out),
+            1e-6)
+      << "exported reference model";
 
   // convert_fx's lowering, on the engine PyTorch used
   const nlohmann::json& lowered = record["lowered"];
@@ -175,7 +182,9 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   }
   c10::IValue lowered_expected = io::load_value(test::fixture(lowered["output"]));
   c10::IValue lowered_out = ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
-  EXPECT_EQ(test::max_abs_error(exported_output(*gm, input), lowered_out), 0.0) << "exported lowered model";
+  EXPECT_EQ(test::max_abs_error(exported_output(*gm, input, GetParam() + "_lowered", lowered_out, 0.0, false), lowered_out),
+            0.0)
+      << "exported lowered model";
   double step = lowered["output_step"].get<double>();
   if (step > 0) {
     EXPECT_LE(test::max_abs_error(lowered_out, lowered_expected), step * (1 + 1e-6)) << "one output step: " << step;
@@ -187,7 +196,7 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
 INSTANTIATE_TEST_SUITE_P(Cases, OraclePrepare,
                          ::testing::Values("linear_relu", "tutorial_no_bn", "tutorial_bn", "tutorial_default_mapping",
                                            "fusion_zoo", "functional_zoo", "module_zoo", "resnet18",
-                                           "resnet18_qnnpack", "resnet50", "mobilenet_v2", "mobilenet_v2_qnnpack",
+                                           "resnet18_qnnpack", "resnet50", "resnet50_qnnpack", "mobilenet_v2", "mobilenet_v2_qnnpack",
                                            "mobilenet_v3_large", "mobilenet_v3_large_onednn",
                                            "linear_relu_quantized_io", "shared_input", "dynamic_linears", "float16_linears",
                                            "embeddings"),

@@ -74,7 +74,9 @@ TEST(OracleQat, TrainsAndConvertsAsPyTorch) {
   std::string exported = ::testing::TempDir() + "qfx_qat_export_test.pt";
   io::export_torchscript(*gm, exported);
   torch::jit::Module module = torch::jit::load(exported);
-  EXPECT_EQ(test::max_abs_error(module.forward({inputs[0]}), ir::Interpreter(*gm).run({inputs[0]})), 0.0);
+  c10::IValue interpreted = ir::Interpreter(*gm).run({inputs[0]});
+  EXPECT_EQ(test::max_abs_error(module.forward({inputs[0]}), interpreted), 0.0);
+  test::keep_for_python("qat_trained", exported, {inputs[0]}, interpreted, 0.0, false, "onednn");
   for (const auto& m : gm->root().modules()) {
     if (auto* fq = dynamic_cast<quant::FakeQuantizeBase*>(m.get())) fq->enable_observer(true);
   }

@@ -105,3 +105,26 @@ std::string first_difference(const std::vector<std::string>& a, const std::vecto
 }
 
 }  // namespace qfx::test
+
+#include "qfx/io/tensor_io.h"
+
+#include <filesystem>
+
+namespace qfx::test {
+
+void keep_for_python(const std::string& name, const std::string& exported, const std::vector<c10::IValue>& inputs,
+                     const c10::IValue& output, double tolerance, bool relative, const std::string& engine) {
+  const char* dir = std::getenv("QFX_EXPORT_DIR");
+  if (dir == nullptr) return;
+  std::filesystem::create_directories(dir);
+  std::string base = std::string(dir) + "/" + name;
+  std::filesystem::copy_file(exported, base + ".pt", std::filesystem::copy_options::overwrite_existing);
+  io::save_value(c10::ivalue::Tuple::create(inputs), base + "_inputs.pt");
+  io::save_value(output, base + "_output.pt");
+  nlohmann::json record = {{"model", name + ".pt"},          {"inputs", name + "_inputs.pt"},
+                           {"output", name + "_output.pt"},  {"tolerance", tolerance},
+                           {"relative", relative},           {"engine", engine}};
+  std::ofstream(base + ".json") << record.dump(1) << "\n";
+}
+
+}  // namespace qfx::test

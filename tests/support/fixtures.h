@@ -59,3 +59,16 @@ class WarningCapture {
 };
 
 }  // namespace qfx::test
+
+namespace qfx::test {
+
+/// When QFX_EXPORT_DIR is set (the `oracle` CTest entry sets it), keeps an
+/// exported TorchScript file with its inputs and the qfx interpreter's output
+/// as `<name>.pt`, `<name>_inputs.pt`, `<name>_output.pt` and `<name>.json`,
+/// for tests/oracle/check_exported.py to run in Python: Python's
+/// `torch.jit.load` must give the interpreter's output within `tolerance`
+/// (relative to max |output| when `relative`, else absolute) on `engine`.
+void keep_for_python(const std::string& name, const std::string& exported, const std::vector<c10::IValue>& inputs,
+                     const c10::IValue& output, double tolerance, bool relative, const std::string& engine);
+
+}  // namespace qfx::test
