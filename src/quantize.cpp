@@ -5,6 +5,8 @@
 #include "qfx/backend/builtin_backends.h"
 #include "qfx/passes/pass_manager.h"
 
+#include <algorithm>
+
 namespace qfx {
 namespace {
 
@@ -13,13 +15,30 @@ passes::PassOptions options_for(const backend::BackendConfig& backend_config, co
   options.backend_config = std::make_shared<backend::BackendConfig>(backend_config);
   options.input_quantized_indexes = custom.input_quantized_indexes;
   options.output_quantized_indexes = custom.output_quantized_indexes;
+  options.prepare_custom_config = std::make_shared<PrepareCustomConfig>(custom);
   return options;
+}
+
+/// Keeps the preserved attributes `names` (PyTorch's
+/// attach_preserved_attributes_to_model): the others are dropped, a missing
+/// one is an error.
+void keep_preserved(ir::GraphModule& model, const std::vector<std::string>& names, const char* step) {
+  auto& preserved = model.preserved_attributes();
+  for (const std::string& name : names) {
+    TORCH_CHECK(preserved.count(name) > 0, step, ": preserved attribute '", name,
+                "' is not on the model (import it with qfx::import_options of a config that preserves it)");
+  }
+  for (auto it = preserved.begin(); it != preserved.end();) {
+    it = std::find(names.begin(), names.end(), it->first) == names.end() ? preserved.erase(it) : std::next(it);
+  }
 }
 
 }  // namespace
 
-void fuse_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config) {
+void fuse_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
+             const FuseCustomConfig& fuse_custom_config) {
   passes::PassManager().add("fuse").run(model, options_for(backend_config, {}));
+  keep_preserved(model, fuse_custom_config.preserved_attributes, "fuse_fx");
 }
 
 void fuse_fx(ir::GraphModule& model) { fuse_fx(model, backend::get_native_backend_config()); }
@@ -29,6 +48,7 @@ void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_map
   passes::PassOptions options = options_for(backend_config, prepare_custom_config);
   options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(qconfig_mapping);
   passes::PassManager().add("fuse").add("insert-observers").run(model, options);
+  keep_preserved(model, prepare_custom_config.preserved_attributes, "prepare_fx");
 }
 
 void prepare_qat_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_mapping,
@@ -38,6 +58,7 @@ void prepare_qat_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig
   options.is_qat = true;
   model.root().train(true);
   passes::PassManager().add("fuse").add("swap-qat-modules").add("insert-observers").run(model, options);
+  keep_preserved(model, prepare_custom_config.preserved_attributes, "prepare_qat_fx");
 }
 
 void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_mapping) {
@@ -45,8 +66,12 @@ void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_map
 }
 
 void convert_to_reference_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
-                             const PrepareCustomConfig& prepare_custom_config) {
-  passes::PassManager().add("convert-to-reference").run(model, options_for(backend_config, prepare_custom_config));
+                             const PrepareCustomConfig& prepare_custom_config,
+                             const ConvertCustomConfig& convert_custom_config) {
+  passes::PassOptions options = options_for(backend_config, prepare_custom_config);
+  options.convert_custom_config = std::make_shared<ConvertCustomConfig>(convert_custom_config);
+  passes::PassManager().add("convert-to-reference").run(model, options);
+  keep_preserved(model, convert_custom_config.preserved_attributes, "convert_to_reference_fx");
 }
 
 void convert_to_reference_fx(ir::GraphModule& model) {
@@ -54,11 +79,11 @@ void convert_to_reference_fx(ir::GraphModule& model) {
 }
 
 void convert_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
-                const PrepareCustomConfig& prepare_custom_config) {
-  passes::PassManager()
-      .add("convert-to-reference")
-      .add("lower-to-native")
-      .run(model, options_for(backend_config, prepare_custom_config));
+                const PrepareCustomConfig& prepare_custom_config, const ConvertCustomConfig& convert_custom_config) {
+  passes::PassOptions options = options_for(backend_config, prepare_custom_config);
+  options.convert_custom_config = std::make_shared<ConvertCustomConfig>(convert_custom_config);
+  passes::PassManager().add("convert-to-reference").add("lower-to-native").run(model, options);
+  keep_preserved(model, convert_custom_config.preserved_attributes, "convert_fx");
 }
 
 void convert_fx(ir::GraphModule& model) { convert_fx(model, backend::get_native_backend_config()); }

@@ -13,24 +13,15 @@
 /// \endcode
 
 #include "qfx/backend/backend_config.h"
+#include "qfx/custom_config.h"
 #include "qfx/ir/graph_module.h"
 #include "qfx/quant/qconfig_mapping.h"
 
-#include <cstdint>
-#include <vector>
-
 namespace qfx {
 
-/// What PyTorch's PrepareCustomConfig says about graph inputs and outputs.
-struct PrepareCustomConfig {
-  /// Graph inputs that arrive quantized (quint8), by position.
-  std::vector<int64_t> input_quantized_indexes;
-  /// `{0}` to keep the graph output quantized.
-  std::vector<int64_t> output_quantized_indexes;
-};
-
 /// `fuse_fx`: fuses the backend's fusion patterns (conv-bn-relu, linear-relu, ...).
-void fuse_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config);
+void fuse_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
+             const FuseCustomConfig& fuse_custom_config = {});
 void fuse_fx(ir::GraphModule& model);  ///< with the native backend config
 
 /// `prepare_fx`: fuses, then inserts observers as `qconfig_mapping` asks and
@@ -47,15 +38,18 @@ void prepare_qat_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig
 
 /// `convert_to_reference_fx`: the reference quantized model of a prepared
 /// (and calibrated) model: quantize/dequantize nodes and reference modules.
+/// `prepare_custom_config` is the one the model was prepared with.
 void convert_to_reference_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
-                             const PrepareCustomConfig& prepare_custom_config = {});
+                             const PrepareCustomConfig& prepare_custom_config = {},
+                             const ConvertCustomConfig& convert_custom_config = {});
 void convert_to_reference_fx(ir::GraphModule& model);  ///< native backend
 
 /// `convert_fx`: convert_to_reference_fx, then lowering to quantized
 /// modules and ops (`quantized::linear`, `quantized::conv2d_relu`, ...) with
 /// weights prepacked for the current engine (`at::globalContext().qEngine()`).
 void convert_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
-                const PrepareCustomConfig& prepare_custom_config = {});
+                const PrepareCustomConfig& prepare_custom_config = {},
+                const ConvertCustomConfig& convert_custom_config = {});
 void convert_fx(ir::GraphModule& model);  ///< native backend
 
 }  // namespace qfx

@@ -11,18 +11,22 @@
 
 namespace qfx::io {
 
-std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& module) {
+std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& module, const ImportOptions& options) {
   auto gm = std::make_unique<ir::GraphModule>();
   gm->root().train(module.is_training());
   std::string python_class = detail::python_class_name(module);
   gm->set_class_name(python_class.substr(python_class.rfind('.') + 1));
-  detail::GraphBuilder builder(*gm);
+  detail::GraphBuilder builder(*gm, options);
   builder.import_forward(module);
+  for (const std::string& name : options.preserved_attributes) {
+    TORCH_CHECK(module.hasattr(name), "preserved attribute '", name, "' is not an attribute of the model");
+    gm->preserved_attributes()[name] = module.attr(name);
+  }
   gm->lint();
   return gm;
 }
 
-std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path) {
+std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path, const ImportOptions& options) {
   TORCH_CHECK(std::ifstream(path).good(), "cannot open model file '", path, "'");
   torch::jit::Module module;
   try {
@@ -32,7 +36,7 @@ std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path) {
     TORCH_CHECK(false, "'", path, "' is not a TorchScript archive: ", cause.substr(0, cause.find('\n')));
   }
   try {
-    return import_torchscript(module);
+    return import_torchscript(module, options);
   } catch (const c10::Error& e) {
     TORCH_CHECK(false, path, ": ", e.what_without_backtrace());
   }

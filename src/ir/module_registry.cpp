@@ -52,7 +52,7 @@ namespace {
 
 std::string display_name(const torch::nn::Module& module) {
   const ModuleKind* kind = ModuleRegistry::instance().find(module);
-  if (kind == nullptr) return module.name();
+  if (kind == nullptr || kind->named_by_instance) return module.name();
   if (!kind->display_name.empty()) return kind->display_name;
   size_t dot = kind->qualified_name.rfind('.');
   return kind->qualified_name.substr(dot == std::string::npos ? 0 : dot + 1);

@@ -12,9 +12,11 @@
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/intrinsic.h"
+#include "qfx/nn/opaque_modules.h"
 #include "qfx/nn/qat.h"
 #include "qfx/nn/reference.h"
 #include "qfx/passes/pass.h"
+#include "qfx/passes/pass_manager.h"
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/simple_observers.h"
 #include "attr_names.h"
@@ -199,6 +201,37 @@ void keep_outputs_quantized(ir::Graph& graph, const std::vector<int64_t>& indexe
   }
 }
 
+/// A dequantize node after `node` for all its users (insert_dequantize_node).
+void insert_dequantize_after(ir::Graph& graph, ir::Node& node) {
+  auto guard = graph.inserting_after(&node);
+  ir::Node* dequantize = graph.call_method("dequantize", {&node});
+  for (ir::Node* user : std::vector<ir::Node*>(node.users())) {
+    if (user != dequantize) user->replace_input_with(&node, dequantize);
+  }
+}
+
+/// PyTorch's convert_standalone_module: the inputs the module takes quantized
+/// skip their dequantize, a quantized output gets one, and the module is
+/// converted on its own (with the parent's backend config, as PyTorch).
+void convert_standalone(ir::GraphModule& gm, ir::Node& node, nn::NestedGraphModuleImpl& sm, const PassOptions& options) {
+  for (int64_t i : sm.input_quantized_indexes) {
+    if (i >= static_cast<int64_t>(node.args().size())) continue;
+    ir::Argument arg = node.args()[i];
+    if (!arg.is_node() || arg.to_node()->op() != ir::Opcode::kCallMethod || arg.to_node()->target() != "dequantize") {
+      continue;
+    }
+    ir::Node* dequantize = arg.to_node();
+    node.replace_input_with(dequantize, dequantize->args().at(0).to_node());
+    if (dequantize->users().empty()) gm.graph().erase_node(dequantize);
+  }
+  if (!sm.output_quantized_indexes.empty()) insert_dequantize_after(gm.graph(), node);
+  PassOptions inner;
+  inner.backend_config = options.backend_config;
+  inner.input_quantized_indexes = sm.input_quantized_indexes;
+  inner.output_quantized_indexes = sm.output_quantized_indexes;
+  PassManager().add("convert-to-reference").run(sm.graph_module(), inner);
+}
+
 }  // namespace
 
 bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
@@ -217,6 +250,8 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
     } else if (node->op() == ir::Opcode::kCallModule) {
       if (detail::is_observer_node(*node, gm)) {
         convert_observer(gm, attrs, *node);
+      } else if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {
+        convert_standalone(gm, *node, *sm, options);
       } else if (is_weighted_module(backend, *gm.get_submodule(node->target()))) {
         convert_weighted_module(gm, *node, backend);
       }

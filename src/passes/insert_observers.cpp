@@ -20,7 +20,9 @@
 
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/intrinsic.h"
+#include "qfx/nn/opaque_modules.h"
 #include "qfx/passes/pass.h"
+#include "qfx/passes/pass_manager.h"
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/qtypes.h"
 
@@ -137,7 +139,72 @@ void mark_observed(const QuantMatch& match) {
   for (ir::Node* node : match.nodes) node->meta()[kObservedMeta] = true;
 }
 
+/// The standalone module `node` calls, or nullptr.
+nn::NestedGraphModuleImpl* standalone_module(const ir::Node& node, const ir::GraphModule& gm) {
+  if (node.op() != ir::Opcode::kCallModule) return nullptr;
+  return dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node.target()).get());
+}
+
+/// The standalone module's own pass options, from its PrepareCustomConfig
+/// entry and the parent's (PyTorch's get_standalone_module_configs).
+PassOptions standalone_options(const PrepareContext& ctx, const ir::Node& node, const nn::NestedGraphModuleImpl& sm) {
+  const PrepareCustomConfig* custom = ctx.options.prepare_custom_config.get();
+  const StandaloneModuleConfig* entry = custom ? custom->standalone_config(node.target(), sm.python_class()) : nullptr;
+  TORCH_CHECK(entry != nullptr, "prepare: %", node.name(), " calls '", node.target(), "' (", sm.python_class(),
+              "), imported as a standalone module, but the PrepareCustomConfig has no standalone module entry for it");
+  PassOptions options;
+  options.backend_config = entry->backend_config ? entry->backend_config : ctx.options.backend_config;
+  if (entry->qconfig_mapping) {
+    options.qconfig_mapping = entry->qconfig_mapping;
+  } else {
+    auto mapping = std::make_shared<quant::QConfigMapping>();
+    mapping->set_global(ctx.qconfigs.count(&node) > 0 ? ctx.qconfigs.at(&node) : std::nullopt);
+    options.qconfig_mapping = mapping;
+  }
+  options.prepare_custom_config = entry->prepare_custom_config ? entry->prepare_custom_config
+                                                               : std::make_shared<PrepareCustomConfig>();
+  options.input_quantized_indexes = options.prepare_custom_config->input_quantized_indexes;
+  options.output_quantized_indexes = options.prepare_custom_config->output_quantized_indexes;
+  options.is_qat = ctx.options.is_qat;
+  options.is_standalone = true;
+  options.explain = ctx.options.explain;
+  return options;
+}
+
+/// PyTorch's run_prepare_fx_on_standalone_modules and its standalone-module
+/// input observers: the module is prepared on its own; the parent observes
+/// only the inputs the module takes quantized, never its output.
+void prepare_standalone(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::Node& node,
+                        nn::NestedGraphModuleImpl& sm) {
+  PassOptions options = standalone_options(ctx, node, sm);
+  PassManager manager;
+  manager.add("fuse");
+  if (options.is_qat) manager.add("swap-qat-modules");
+  manager.add("insert-observers").run(sm.graph_module(), options);
+  sm.input_quantized_indexes = options.input_quantized_indexes;
+  sm.output_quantized_indexes = options.output_quantized_indexes;
+  const quant::QConfigAny& qconfig = ctx.qconfigs[&node];
+  if (!qconfig) return;
+  node.meta()[kObservedMeta] = true;
+  inserter.set_standalone_inputs(node, sm.input_quantized_indexes);
+  inserter.observe_inputs(node, *qconfig);
+}
+
+/// Standalone module calls as matches without a pattern, as find_matches adds them.
+void add_standalone_matches(PrepareContext& ctx) {
+  for (ir::Node* node : ctx.gm.graph().nodes()) {
+    if (standalone_module(*node, ctx.gm) == nullptr) continue;
+    auto match = std::make_shared<QuantMatch>();
+    match->config = nullptr;
+    match->root = match->last = node;
+    match->observation_type = backend::ObservationType::OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT;
+    match->nodes = {node};
+    ctx.matches[node] = std::move(match);
+  }
+}
+
 void prepare_node(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::Node& node) {
+  if (auto* sm = standalone_module(node, ctx.gm)) return prepare_standalone(ctx, inserter, node, *sm);
   auto found = ctx.matches.find(&node);
   const QuantMatch* match = found == ctx.matches.end() ? nullptr : found->second.get();
   const quant::QConfigAny qconfig = match ? ctx.qconfigs[&node] : std::nullopt;
@@ -156,10 +223,15 @@ bool insert_observers(ir::GraphModule& gm, const PassOptions& options) {
   PrepareContext ctx{gm, options, {}, {}, {}, detail::WeightArgs(options.backend()), {}};
   ctx.qconfigs = detail::node_qconfigs(gm, *options.qconfig_mapping);
   ctx.matches = detail::find_quant_matches(gm, options.backend());
+  add_standalone_matches(ctx);
   ctx.dtypes = detail::target_dtypes(gm, ctx.matches, ctx.qconfigs, options.input_quantized_indexes,
                                      options.output_quantized_indexes);
   for (const auto& [node, qconfig] : ctx.qconfigs) const_cast<ir::Node*>(node)->meta()[kQConfigMeta] = qconfig;
 
+  if (options.is_standalone) {
+    const ir::Argument& result = gm.graph().output_node()->args().at(0);
+    TORCH_CHECK(result.is_node(), "prepare: a standalone module must return one value (not a tuple or list)");
+  }
   detail::ObserverInserter inserter(gm, ctx.dtypes, ctx.weight_args);
   size_t size_before = gm.graph().size();
   for (ir::Node* node : gm.graph().node_list()) {

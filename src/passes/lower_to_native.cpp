@@ -4,6 +4,8 @@
 
 #include "lowering.h"
 
+#include "qfx/nn/opaque_modules.h"
+
 #include "lower_tables.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/intrinsic.h"
@@ -56,6 +58,12 @@ void explain_leftovers(const Lowering& l) {
 }  // namespace detail
 
 bool lower_to_native(ir::GraphModule& gm, const PassOptions& options) {
+  for (ir::Node* node : gm.graph().nodes()) {  // standalone modules first, as convert_fx converts them
+    if (node->op() != ir::Opcode::kCallModule) continue;
+    if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {
+      lower_to_native(sm->graph_module(), options);
+    }
+  }
   detail::Lowering l{gm, options};
   detail::lower_static_weighted_modules(l);
   detail::lower_dynamic_weighted_modules(l);

@@ -66,6 +66,13 @@ TargetDtype ObserverInserter::output_dtype(const ir::Node& arg) const {
 }
 
 TargetDtype ObserverInserter::input_dtype(const ir::Node& node, const ir::Argument& arg) const {
+  auto standalone = standalone_inputs_.find(&node);
+  if (standalone != standalone_inputs_.end()) {  // PyTorch: quint8 at the listed positions
+    for (int64_t i : standalone->second) {
+      if (i < static_cast<int64_t>(node.args().size()) && same_node(node.args()[i], arg)) return c10::kQUInt8;
+    }
+    return c10::kFloat;
+  }
   const DtypeInfo& info = dtypes_.at(&node);
   if (weight_args_.is_weight(node, arg)) return has_float_weight(node) ? std::nullopt : info.weight;
   if (weight_args_.is_bias(node, arg)) return info.bias;
@@ -83,7 +90,7 @@ ir::Argument ObserverInserter::observe_arg(ir::Node& node, const ir::Argument& a
   ir::Node* value = arg.to_node();
   bool is_weight = weight_args_.is_weight(node, arg);
   bool is_activation = !is_weight && !weight_args_.is_bias(node, arg);
-  bool dynamic = is_activation && dtypes_.at(&node).input_is_dynamic;
+  bool dynamic = is_activation && dtypes_.at(&node).input_is_dynamic && standalone_inputs_.count(&node) == 0;
   TargetDtype as_output = output_dtype(*value);
   TargetDtype as_input = input_dtype(node, arg);
   bool needs_observer =

@@ -24,6 +24,12 @@ class ObserverInserter {
   /// Observes the arguments of `node` that its qconfig wants quantized.
   void observe_inputs(ir::Node& node, const quant::QConfig& qconfig);
 
+  /// `node` calls a standalone module: only its arguments at `indexes`
+  /// arrive quantized (the module's input_quantized_indexes).
+  void set_standalone_inputs(const ir::Node& node, std::vector<int64_t> indexes) {
+    standalone_inputs_[&node] = std::move(indexes);
+  }
+
   /// The dtype `arg` has as a value (an observer's is its input's).
   TargetDtype output_dtype(const ir::Node& arg) const;
 
@@ -43,6 +49,7 @@ class ObserverInserter {
   std::unordered_map<const ir::Node*, DtypeInfo>& dtypes_;
   const WeightArgs& weight_args_;
   int64_t next_index_ = 0;
+  std::unordered_map<const ir::Node*, std::vector<int64_t>> standalone_inputs_;
 };
 
 }  // namespace qfx::passes::detail

@@ -16,7 +16,7 @@ namespace qfx::passes::detail {
 /// One match of a quantization pattern (PyTorch's match tuple and its
 /// ConfigurableQuantizeHandler).
 struct QuantMatch {
-  const backend::BackendPatternConfig* config;
+  const backend::BackendPatternConfig* config;  ///< null for a standalone module's call
   pattern::PatternMatch match;
   ir::Node* root;  ///< the pattern's input node (root-node getter, or PyTorch's default)
   ir::Node* last;  ///< the pattern's output node

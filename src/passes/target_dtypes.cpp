@@ -35,7 +35,9 @@ DtypeInfo call_dtypes(const ir::Node& node, const ir::GraphModule& gm, const Qua
   if (has_no_tensors(ir::Argument(const_cast<ir::Node*>(&node)), gm, cache)) return both(std::nullopt);
   if (node.op() == ir::Opcode::kCallFunction && node.target() == "operator.getitem") return both(c10::kFloat);
   auto match = matches.find(&node);
-  bool observed = match != matches.end() && match->second->config->input_output_observed().value_or(true);
+  // a match without a config is a standalone module's: inputs and output observed
+  bool observed = match != matches.end() &&
+                  (match->second->config == nullptr || match->second->config->input_output_observed().value_or(true));
   if (qconfig && observed) return from_qconfig(*qconfig);
   return both(c10::kFloat);
 }

@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import backend_fixtures  # noqa: E402
+import custom_config_fixtures  # noqa: E402
 import flow_fixtures  # noqa: E402
 import model_fixtures  # noqa: E402
 import qat_fixtures  # noqa: E402
@@ -35,6 +36,8 @@ WRITERS = [
     (backend_fixtures, ['backend_fixtures.py', 'pytorch_names.py']),
     (flow_fixtures, ['flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py', 'backend_fixtures.py',
                      'pytorch_names.py']),
+    (custom_config_fixtures, ['custom_config_fixtures.py', 'flow_fixtures.py', 'model_fixtures.py',
+                              'quant_fixtures.py', 'backend_fixtures.py', 'pytorch_names.py']),
     (qat_fixtures, ['qat_fixtures.py', 'flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py',
                     'backend_fixtures.py', 'pytorch_names.py']),
 ]

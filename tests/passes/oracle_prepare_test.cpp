@@ -50,47 +50,6 @@ std::shared_ptr<backend::BackendConfig> backend_named(const std::string& name) {
   return std::make_shared<backend::BackendConfig>(backend::get_backend_config(name));
 }
 
-std::string exact(double value) {
-  char text[40];
-  std::snprintf(text, sizeof(text), "%.17g", value);
-  return text;
-}
-
-/// Observer path -> "Type group scale... zero_point..." as the fixture describes it.
-std::map<std::string, std::string> observer_rows(const ir::GraphModule& gm) {
-  std::map<std::string, std::string> rows;
-  std::map<const torch::nn::Module*, std::string> groups;
-  for (const ir::Node* n : gm.graph().nodes()) {
-    if (n->op() != ir::Opcode::kCallModule) continue;
-    auto obs = std::dynamic_pointer_cast<quant::ActivationPostProcess>(gm.get_submodule(n->target()));
-    if (!obs) continue;
-    std::string type = ir::module_type_name(*obs);
-    std::string row = type.substr(type.rfind('.') + 1) + " " + groups.emplace(obs.get(), n->target()).first->second;
-    if (type.find("PlaceholderObserver") == std::string::npos) {
-      quant::QParams q = obs->calculate_qparams();
-      for (const at::Tensor& t : {q.scale, q.zero_point}) {
-        at::Tensor flat = t.to(at::kDouble).reshape(-1).contiguous();
-        for (int64_t i = 0; i < flat.numel(); ++i) row += " " + exact(flat.data_ptr<double>()[i]);
-      }
-    }
-    rows[n->target()] = row;
-  }
-  return rows;
-}
-
-std::map<std::string, std::string> observer_rows(const nlohmann::json& record) {
-  std::map<std::string, std::string> rows;
-  for (const auto& [name, obs] : record["observers"].items()) {
-    std::string row = obs["type"].get<std::string>() + " " + obs["group"].get<std::string>();
-    for (const char* key : {"scale", "zero_point"}) {
-      if (!obs.contains(key)) continue;
-      for (const auto& hex : obs[key]) row += " " + exact(test::from_hex(hex));
-    }
-    rows[name] = row;
-  }
-  return rows;
-}
-
 /// What the TorchScript export of `gm` computes on `input`, loaded back with
 /// torch::jit::load; the file is also kept for Python (tests/oracle/check_exported.py),
 /// which must reproduce `interpreted` within `tolerance`.
@@ -135,7 +94,7 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   torch::NoGradGuard no_grad;
   c10::IValue input = io::load_value(test::fixture(record["input"]));
   ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
-  EXPECT_EQ(observer_rows(*gm), observer_rows(record));
+  EXPECT_EQ(test::observer_rows(*gm), test::observer_rows(record["observers"]));
 
   // convert_to_reference_fx
   const nlohmann::json& reference = record["reference"];

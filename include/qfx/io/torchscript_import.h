@@ -23,12 +23,27 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace torch::jit {
 struct Module;
 }
 
 namespace qfx::io {
+
+/// Submodules to keep whole instead of inlining, by module path (`decoder`)
+/// or Python class (`models.Decoder` or `Decoder`), as PrepareCustomConfig's
+/// non-traceable, standalone and custom modules are leaves of PyTorch's
+/// trace. `qfx::import_options(prepare_custom_config)` fills it.
+struct ImportOptions {
+  /// Kept as TorchScript and run as such (nn::ScriptModuleImpl).
+  std::vector<std::string> script_module_names, script_module_classes;
+  /// Imported as their own GraphModule (nn::NestedGraphModuleImpl).
+  std::vector<std::string> nested_module_names, nested_module_classes;
+  /// Root attributes to read although forward() does not use them
+  /// (GraphModule::preserved_attributes).
+  std::vector<std::string> preserved_attributes;
+};
 
 /// Imports the TorchScript archive at `path`. Raises c10::Error naming the
 /// file when it is missing or not a TorchScript archive.
@@ -38,9 +53,10 @@ namespace qfx::io {
 ///   auto gm = qfx::io::import_torchscript("resnet18.pt");
 ///   std::cout << gm->code();
 /// \endcode
-std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path);
+std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path, const ImportOptions& options = {});
 
 /// Imports a loaded TorchScript module.
-std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& module);
+std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& module,
+                                                    const ImportOptions& options = {});
 
 }  // namespace qfx::io

@@ -66,6 +66,12 @@ class GraphModule {
   /// as needed), other values (packed weights, ...) are kept by path.
   void set_attr(const std::string& path, c10::IValue value);
 
+  /// Values kept by name outside the module tree, untouched by
+  /// rebuild_module_tree and exported with the model (PyTorch's
+  /// `preserved_attributes`).
+  const std::map<std::string, c10::IValue>& preserved_attributes() const { return preserved_; }
+  std::map<std::string, c10::IValue>& preserved_attributes() { return preserved_; }
+
   /// FX's generated Python source of forward().
   std::string code() const { return graph_->python_code("self"); }
   /// `print(gm)` as PyTorch shows it: the module tree, then the code.
@@ -89,6 +95,7 @@ class GraphModule {
   std::shared_ptr<torch::nn::Module> root_;
   std::unique_ptr<Graph> graph_;
   std::map<std::string, c10::IValue> attributes_;
+  std::map<std::string, c10::IValue> preserved_;
   std::string class_name_ = "GraphModule";
 };
 

@@ -32,6 +32,9 @@ struct ModuleKind {
   ModuleForward forward;
   ModuleExtraRepr extra_repr;  ///< optional; none prints `Name()`
   std::string display_name;    ///< Python's `_get_name()`; default: last name part
+  /// Prints under the instance's `name()` instead (modules standing for
+  /// user classes, e.g. a TorchScript submodule run as it is).
+  bool named_by_instance = false;
 };
 
 /// The process-wide table of module kinds.

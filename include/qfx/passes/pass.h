@@ -6,6 +6,7 @@
 /// one-line summary; PassManager (pass_manager.h) runs a pipeline of them.
 
 #include "qfx/backend/backend_config.h"
+#include "qfx/custom_config.h"
 #include "qfx/quant/qconfig_mapping.h"
 
 #include <cstdint>
@@ -33,6 +34,14 @@ struct PassOptions {
   std::vector<int64_t> input_quantized_indexes;
   /// `{0}` when the graph output stays quantized (output_quantized_indexes).
   std::vector<int64_t> output_quantized_indexes;
+  /// Standalone modules' and custom module classes' configs (insert-observers,
+  /// convert-to-reference); null means none.
+  std::shared_ptr<const PrepareCustomConfig> prepare_custom_config;
+  /// Custom module classes' quantized classes (convert-to-reference).
+  std::shared_ptr<const ConvertCustomConfig> convert_custom_config;
+  /// The model is a standalone module of another (insert-observers records
+  /// its quantized input/output indexes for the parent).
+  bool is_standalone = false;
   /// When set, passes say here why a candidate was not rewritten (`--explain`).
   std::ostream* explain = nullptr;
 

@@ -9,6 +9,7 @@
 #include "qfx/nn/activation.h"
 #include "qfx/nn/fusion.h"
 #include "qfx/nn/intrinsic.h"
+#include "qfx/nn/opaque_modules.h"
 #include "qfx/nn/qat.h"
 #include "qfx/nn/quantized.h"
 #include "qfx/nn/reference.h"
@@ -16,6 +17,7 @@
 #include "qfx/quant/observer_base.h"
 #include "qfx/quant/qtypes.h"
 
+#include <torch/csrc/jit/api/module.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
@@ -357,6 +359,11 @@ std::string ScriptAttrs::add(const std::string& hint, const c10::IValue& value) 
   return "self." + name;
 }
 
+void ScriptAttrs::add_exact(const std::string& name, const c10::IValue& value) {
+  TORCH_CHECK(taken_.insert(name).second, "export: attribute name '", name, "' is used twice");
+  values_.emplace_back(name, value);
+}
+
 std::string script_literal(const c10::IValue& value) {
   if (value.isNone()) return "None";
   if (value.isBool()) return flag(value.toBool());
@@ -366,6 +373,17 @@ std::string script_literal(const c10::IValue& value) {
   TORCH_CHECK(false, "export: no TorchScript literal for a ", value.tagKind());
 }
 
+namespace {
+
+/// `callee(a, b)`.
+std::string call_expression(const std::string& callee, const Inputs& inputs) {
+  std::string out = callee + "(";
+  for (size_t i = 0; i < inputs.size(); ++i) out += (i ? ", " : "") + inputs[i];
+  return out + ")";
+}
+
+}  // namespace
+
 std::string module_expression(const torch::nn::Module& module, const std::string& path, const Inputs& inputs,
                               ScriptAttrs& attrs) {
   Emit e{module, path, inputs, attrs};
@@ -374,6 +392,12 @@ std::string module_expression(const torch::nn::Module& module, const std::string
   if (auto* fq = dynamic_cast<const quant::FakeQuantizeBase*>(&module)) return fake_quantize(*fq, e, type);
   if (auto* q = dynamic_cast<const nn::QatModuleImpl*>(&module)) return qat(*q, e);
   if (dynamic_cast<const quant::ActivationPostProcess*>(&module) != nullptr) return inputs.at(0);  // observers pass values through
+  if (auto* script = dynamic_cast<const nn::ScriptModuleImpl*>(&module)) {
+    return call_expression(attrs.add(path, script->script()._ivalue()) + ".forward", inputs);
+  }
+  if (auto* nested = dynamic_cast<const nn::NestedGraphModuleImpl*>(&module)) {
+    return call_expression(attrs.add(path, nested_script_module(nested->graph_module(), path)) + ".forward", inputs);
+  }
   if (auto* ref = dynamic_cast<const nn::ReferenceModuleImpl*>(&module)) {
     Emit inner{*ref->float_module(), path, inputs, attrs};
     std::string out =

@@ -3,6 +3,8 @@
 // inputs, with the module's tensors and packed weights as attributes of the
 // exported root module.
 
+#include "qfx/ir/graph_module.h"
+
 #include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
 
@@ -19,6 +21,8 @@ class ScriptAttrs {
   /// `self.<name>` for a new attribute holding `value`, named after `hint`
   /// (a module path; dots become underscores).
   std::string add(const std::string& hint, const c10::IValue& value);
+  /// An attribute named exactly `name` (a preserved attribute); c10::Error if taken.
+  void add_exact(const std::string& name, const c10::IValue& value);
   const std::vector<std::pair<std::string, c10::IValue>>& values() const { return values_; }
 
  private:
@@ -30,6 +34,10 @@ class ScriptAttrs {
 /// arguments); c10::Error naming the module type when it has no TorchScript form.
 std::string module_expression(const torch::nn::Module& module, const std::string& path,
                               const std::vector<std::string>& inputs, ScriptAttrs& attrs);
+
+/// The exported TorchScript module of a nested GraphModule (a standalone
+/// module at `path`), as a module object to register as a submodule.
+c10::IValue nested_script_module(const ir::GraphModule& gm, const std::string& path);
 
 /// A value as a TorchScript literal: ints, floats, bools, None, int lists.
 std::string script_literal(const c10::IValue& value);

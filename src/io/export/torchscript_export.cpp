@@ -129,18 +129,44 @@ std::string torchscript_source(const ir::GraphModule& gm) {
   return source_of(gm, attrs);
 }
 
-void export_torchscript(const ir::GraphModule& gm, const std::string& path) {
+namespace {
+
+/// The exported module of `gm`: its forward and attributes (preserved ones
+/// under their own names), its TorchScript and nested modules as submodules.
+torch::jit::Module script_module(const ir::GraphModule& gm, const std::string& class_name) {
   ScriptAttrs attrs;
+  for (const auto& [name, value] : gm.preserved_attributes()) attrs.add_exact(name, value);
   std::string source = source_of(gm, attrs);
-  torch::jit::Module module("__torch__.qfx.ExportedModule");
+  torch::jit::Module module(class_name);
   for (const auto& [name, value] : attrs.values()) {
-    module.register_attribute(name, value.type(), value, /*is_param=*/false, /*is_buffer=*/value.isTensor());
+    if (value.isObject() && value.toObjectRef().type()->is_module()) {
+      module.register_module(name, torch::jit::Module(value.toObject()));
+    } else {
+      module.register_attribute(name, value.type(), value, /*is_param=*/false, /*is_buffer=*/value.isTensor());
+    }
   }
   try {
     module.define(source, std::make_shared<TorchResolver>());
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "export: TorchScript rejected the generated forward: ", e.what());
   }
+  return module;
+}
+
+}  // namespace
+
+namespace detail {
+
+c10::IValue nested_script_module(const ir::GraphModule& gm, const std::string& path) {
+  std::string suffix;
+  for (char c : path) suffix += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return script_module(gm, "__torch__.qfx.ExportedModule_" + suffix)._ivalue();
+}
+
+}  // namespace detail
+
+void export_torchscript(const ir::GraphModule& gm, const std::string& path) {
+  torch::jit::Module module = script_module(gm, "__torch__.qfx.ExportedModule");
   std::string temporary = path + ".partial";
   try {
     module.save(temporary);

@@ -13,9 +13,11 @@
 #include "qfx/ir/graph.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/op_registry.h"
+#include "qfx/nn/opaque_modules.h"
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <limits>
 #include <numeric>
 
@@ -97,13 +99,49 @@ void GraphBuilder::import_forward(const torch::jit::Module& root) {
 ImportValue GraphBuilder::call_module(const ImportValue& module, const std::string& method,
                                       std::vector<ImportValue> args) {
   std::string type = python_class_name(*module.module);
-  if (is_leaf_module(type)) return leaf_call(module, std::move(args));
+  if (is_leaf_module(type) || built_leaves_.count(module.path) > 0) return leaf_call(module, std::move(args));
+  if (auto whole = kept_whole(module, type)) {
+    gm_.add_submodule(module.path, std::move(whole));
+    built_leaves_.insert(module.path);
+    return leaf_call(module, std::move(args));
+  }
   std::vector<ImportValue> inputs{module};
   for (auto& a : args) inputs.push_back(std::move(a));
   scopes_.push_back({module.path, public_type_name(type)});
   auto outputs = walker_.run(*module.module->get_method(method).graph(), std::move(inputs));
   scopes_.pop_back();
   return outputs.at(0);
+}
+
+namespace {
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool class_listed(const std::vector<std::string>& classes, const std::string& python_class) {
+  for (const std::string& wanted : classes) {
+    if (nn::class_name_matches(python_class, wanted)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::shared_ptr<torch::nn::Module> GraphBuilder::kept_whole(const ImportValue& module,
+                                                            const std::string& python_class) const {
+  if (listed(options_.nested_module_names, module.path) ||
+      class_listed(options_.nested_module_classes, python_class)) {
+    ImportOptions inner;  // module names are the outer model's; classes hold everywhere
+    inner.script_module_classes = options_.script_module_classes;
+    inner.nested_module_classes = options_.nested_module_classes;
+    return std::make_shared<nn::NestedGraphModuleImpl>(import_torchscript(*module.module, inner), python_class);
+  }
+  if (listed(options_.script_module_names, module.path) ||
+      class_listed(options_.script_module_classes, python_class)) {
+    return std::make_shared<nn::ScriptModuleImpl>(*module.module, python_class);
+  }
+  return nullptr;
 }
 
 ImportValue GraphBuilder::leaf_call(const ImportValue& module, std::vector<ImportValue> args) {
@@ -125,7 +163,7 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, std::vector<Impor
   for (const ImportValue& a : args) fx_args.push_back(to_argument(a));
   // QuantizationTracer records a leaf's own call under the leaf's scope.
   ir::Node* node = gm_.graph().call_module(path, std::move(fx_args));
-  node->meta()[ir::kScopeMeta] = ir::NodeScope{path, ir::module_type_name(*gm_.get_submodule(path))};
+  node->meta()[ir::kScopeMeta] = ir::NodeScope{path, nn::python_class_of(*gm_.get_submodule(path))};
   return ImportValue::of_node(node);
 }
 

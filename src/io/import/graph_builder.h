@@ -5,6 +5,7 @@
 
 #include "walker.h"
 
+#include "qfx/io/torchscript_import.h"
 #include "qfx/ir/graph_module.h"
 
 #include <unordered_map>
@@ -14,7 +15,7 @@ namespace qfx::io::detail {
 
 class GraphBuilder : public Walker::Handler {
  public:
-  explicit GraphBuilder(ir::GraphModule& gm) : gm_(gm), walker_(*this) {}
+  GraphBuilder(ir::GraphModule& gm, const ImportOptions& options) : gm_(gm), options_(options), walker_(*this) {}
 
   /// Imports the forward() of `root` into the graph module.
   void import_forward(const torch::jit::Module& root);
@@ -37,10 +38,13 @@ class GraphBuilder : public Walker::Handler {
                       const std::vector<int>& keyword, bool inplace);
   ImportValue custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
   ImportValue leaf_call(const ImportValue& module, std::vector<ImportValue> args);
+  /// The module ImportOptions keeps whole at this path, or nullptr.
+  std::shared_ptr<torch::nn::Module> kept_whole(const ImportValue& module, const std::string& python_class) const;
   /// Records the current scope on `node` (ir::NodeScope) and returns it.
   ir::Node* scoped(ir::Node* node);
 
   ir::GraphModule& gm_;
+  const ImportOptions& options_;
   Walker walker_;
   std::unordered_map<std::string, ir::Node*> attribute_nodes_;  // by attribute path
   std::unordered_set<std::string> built_leaves_;                // module paths
