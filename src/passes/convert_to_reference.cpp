@@ -20,10 +20,13 @@
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/simple_observers.h"
 #include "attr_names.h"
+#include "custom_module_swap.h"
 #include "quant_matches.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+
+#include <unordered_set>
 
 
 namespace qfx::passes {
@@ -91,7 +94,20 @@ ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observe
   return nullptr;
 }
 
-void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer) {
+/// Nodes of statically quantized custom modules: their outputs are quantized already.
+using QuantizedOutputs = std::unordered_set<const ir::Node*>;
+
+void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, const QuantizedOutputs& quantized) {
+  if (quantized.count(observer.args().at(0).to_node()) > 0) {  // replace_observer_or_dequant_stub_with_dequantize_node
+    ir::Node* dequantize = nullptr;
+    {
+      auto guard = gm.graph().inserting_before(&observer);
+      dequantize = gm.graph().call_method("dequantize", {observer.args().at(0)});
+    }
+    observer.replace_all_uses_with(dequantize);
+    gm.graph().erase_node(&observer);
+    return;
+  }
   std::shared_ptr<ActivationPostProcess> obs = observer_at(gm, observer);
   bool all_float = has_none_qconfig(observer.args().at(0));
   for (const ir::Node* user : observer.users()) all_float = all_float && has_none_qconfig(ir::Argument(const_cast<ir::Node*>(user)));
@@ -232,11 +248,41 @@ void convert_standalone(ir::GraphModule& gm, ir::Node& node, nn::NestedGraphModu
   PassManager().add("convert-to-reference").run(sm.graph_module(), inner);
 }
 
+/// PyTorch's convert_custom_module: a statically quantized custom module
+/// takes its inputs quantized (their dequantize nodes go) and is swapped
+/// for its quantized class (from_observed, with its output observer).
+void convert_custom_module(ir::GraphModule& gm, ir::Node& node, const torch::nn::Module& observed,
+                           const CustomModuleMapping& mapping, QuantizedOutputs& quantized) {
+  quant::QConfigAny qconfig = node_qconfig(node);
+  TORCH_CHECK(qconfig, "convert: custom module %", node.name(), " has no qconfig (was it prepared?)");
+  if (quant::activation_is_statically_quantized(*qconfig)) {
+    quantized.insert(&node);
+    for (const ir::Argument& arg : std::vector<ir::Argument>(node.args())) {
+      ir::Node* previous = arg.is_node() ? arg.to_node() : nullptr;
+      if (previous == nullptr || previous->op() != ir::Opcode::kCallMethod || previous->target() != "dequantize") continue;
+      node.replace_input_with(previous, previous->args().at(0).to_node());
+      if (previous->users().empty()) gm.graph().erase_node(previous);
+    }
+  }
+  ActivationPostProcess* output_observer = nullptr;
+  for (ir::Node* user : node.users()) {
+    if (detail::is_observer_node(*user, gm)) output_observer = observer_at(gm, *user).get();
+  }
+  TORCH_CHECK(output_observer != nullptr, "convert: custom module %", node.name(), " has no output observer");
+  const nn::CustomModuleClass& target = detail::swapped_class(node, observed, mapping, *qconfig);
+  TORCH_CHECK(target.from_observed, "%", node.name(), ": custom module class '", target.name, "' has no from_observed");
+  gm.add_submodule(node.target(), target.from_observed(observed, *output_observer));
+}
+
 }  // namespace
 
 bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
   const backend::BackendConfig& backend = options.backend();
   AttrNamer attrs(gm);
+  static const CustomModuleMapping kNone;
+  const CustomModuleMapping& custom_classes =
+      options.convert_custom_config ? options.convert_custom_config->observed_to_quantized_custom_module_classes : kNone;
+  QuantizedOutputs quantized_outputs;
   int64_t placeholders = 0;
   for (ir::Node* node : gm.graph().node_list()) {
     if (node->op() == ir::Opcode::kPlaceholder) {
@@ -249,7 +295,9 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
       }
     } else if (node->op() == ir::Opcode::kCallModule) {
       if (detail::is_observer_node(*node, gm)) {
-        convert_observer(gm, attrs, *node);
+        convert_observer(gm, attrs, *node, quantized_outputs);
+      } else if (auto custom = detail::custom_module_at(*node, gm, custom_classes)) {
+        convert_custom_module(gm, *node, *custom, custom_classes, quantized_outputs);
       } else if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {
         convert_standalone(gm, *node, *sm, options);
       } else if (is_weighted_module(backend, *gm.get_submodule(node->target()))) {

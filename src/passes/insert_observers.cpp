@@ -15,6 +15,7 @@
 //                                  (obs_1' is the same module as obs_1)
 
 #include "backend_support.h"
+#include "custom_module_swap.h"
 #include "observer_inserter.h"
 #include "qconfig_resolution.h"
 
@@ -101,9 +102,11 @@ void observe_output(PrepareContext& ctx, detail::ObserverInserter& inserter, ir:
   }
   quant::ObserverSpec spec = qconfig.activation;
   c10::ScalarType act = quant::qconfig_dtypes(qconfig).activation;
-  const auto& overwrite = ctx.options.is_qat ? match.config->overwrite_output_fake_quantize()
-                                             : match.config->overwrite_output_observer();
-  if (act == c10::kQUInt8 && overwrite) spec = *overwrite;
+  if (act == c10::kQUInt8 && match.config != nullptr) {
+    const auto& overwrite = ctx.options.is_qat ? match.config->overwrite_output_fake_quantize()
+                                               : match.config->overwrite_output_observer();
+    if (overwrite) spec = *overwrite;
+  }
   ir::Node* observer = inserter.insert_after(node, spec);
   std::vector<ir::Node*> users = node.users();
   for (ir::Node* user : users) {
@@ -190,10 +193,34 @@ void prepare_standalone(PrepareContext& ctx, detail::ObserverInserter& inserter,
   inserter.observe_inputs(node, *qconfig);
 }
 
-/// Standalone module calls as matches without a pattern, as find_matches adds them.
-void add_standalone_matches(PrepareContext& ctx) {
+const CustomModuleMapping& float_to_observed(const PrepareContext& ctx) {
+  static const CustomModuleMapping kNone;
+  const PrepareCustomConfig* custom = ctx.options.prepare_custom_config.get();
+  return custom ? custom->float_to_observed_custom_module_classes : kNone;
+}
+
+/// PyTorch's custom module flow: inputs and output observed as for any
+/// quantized op, then the module swapped for its observed class (from_float).
+void prepare_custom_module(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::Node& node,
+                           const QuantMatch& match, const torch::nn::Module& module) {
+  const quant::QConfigAny& qconfig = ctx.qconfigs[&node];
+  if (!qconfig) return;
+  node.meta()[kObservedMeta] = true;
+  inserter.observe_inputs(node, *qconfig);
+  observe_output(ctx, inserter, node, match, *qconfig);
+  const nn::CustomModuleClass& observed = detail::swapped_class(node, module, float_to_observed(ctx), *qconfig);
+  TORCH_CHECK(observed.from_float, "%", node.name(), ": custom module class '", observed.name, "' has no from_float");
+  ctx.gm.add_submodule(node.target(), observed.from_float(module, *qconfig));
+}
+
+/// Standalone and custom module calls as matches without a pattern, as
+/// find_matches adds them.
+void add_handler_matches(PrepareContext& ctx) {
   for (ir::Node* node : ctx.gm.graph().nodes()) {
-    if (standalone_module(*node, ctx.gm) == nullptr) continue;
+    if (standalone_module(*node, ctx.gm) == nullptr &&
+        detail::custom_module_at(*node, ctx.gm, float_to_observed(ctx)) == nullptr) {
+      continue;
+    }
     auto match = std::make_shared<QuantMatch>();
     match->config = nullptr;
     match->root = match->last = node;
@@ -207,6 +234,9 @@ void prepare_node(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::N
   if (auto* sm = standalone_module(node, ctx.gm)) return prepare_standalone(ctx, inserter, node, *sm);
   auto found = ctx.matches.find(&node);
   const QuantMatch* match = found == ctx.matches.end() ? nullptr : found->second.get();
+  if (auto custom = detail::custom_module_at(node, ctx.gm, float_to_observed(ctx))) {
+    return prepare_custom_module(ctx, inserter, node, *match, *custom);
+  }
   const quant::QConfigAny qconfig = match ? ctx.qconfigs[&node] : std::nullopt;
   bool is_getitem = node.op() == ir::Opcode::kCallFunction && node.target() == "operator.getitem";
   if (!qconfig || is_getitem) return;
@@ -223,7 +253,7 @@ bool insert_observers(ir::GraphModule& gm, const PassOptions& options) {
   PrepareContext ctx{gm, options, {}, {}, {}, detail::WeightArgs(options.backend()), {}};
   ctx.qconfigs = detail::node_qconfigs(gm, *options.qconfig_mapping);
   ctx.matches = detail::find_quant_matches(gm, options.backend());
-  add_standalone_matches(ctx);
+  add_handler_matches(ctx);
   ctx.dtypes = detail::target_dtypes(gm, ctx.matches, ctx.qconfigs, options.input_quantized_indexes,
                                      options.output_quantized_indexes);
   for (const auto& [node, qconfig] : ctx.qconfigs) const_cast<ir::Node*>(node)->meta()[kQConfigMeta] = qconfig;

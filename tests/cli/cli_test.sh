@@ -262,9 +262,50 @@ echo '{"output_quantized_idxs": [0]}' >"$work/output_quantized.json"
   --prepare-custom-config "$work/output_quantized.json" || fail "quantize --prepare-custom-config exited $?"
 "$python" -c "import torch, sys; y = torch.jit.load(sys.argv[1])(torch.load(sys.argv[2])); sys.exit(0 if y.is_quantized else 1)" \
   "$work/lr_qout.pt" "$fixtures/linear_relu.input.pt" || fail "output_quantized_idxs: the exported output is not quantized"
-echo '{"standalone_module_name": []}' >"$work/standalone.json"
-expect_error 1 "standalone.json: standalone_module_name: not supported by qfx yet" -- quantize "$fixtures/linear_relu.pt" \
-  -o "$work/bad.pt" --calib "$fixtures/linear_relu.input.pt" --prepare-custom-config "$work/standalone.json"
+echo '{"standalone_module_name": [["block"]]}' >"$work/standalone.json"
+expect_error 1 "standalone.json: standalone_module_name\[0\]: expected \[name, qconfig_mapping" -- quantize \
+  "$fixtures/linear_relu.pt" -o "$work/bad.pt" --calib "$fixtures/linear_relu.input.pt" \
+  --prepare-custom-config "$work/standalone.json"
+# a standalone module, a non-traceable one (data-dependent control flow) and a preserved buffer
+cat >"$work/custom_config.json" <<'EOF'
+{"standalone_module_name": [["block", null, null, null, null]], "non_traceable_module_name": ["gate"],
+ "preserved_attributes": ["class_weights"]}
+EOF
+"$qfx" quantize "$fixtures/custom_config_net.pt" -o "$work/custom_int8.pt" --calib "$fixtures/custom_config_net.input.pt" \
+  --prepare-custom-config "$work/custom_config.json" 2>"$work/custom_err.txt" \
+  || fail "quantize with standalone/non-traceable modules exited $?: $(cat "$work/custom_err.txt")"
+"$python" - "$work/custom_int8.pt" "$fixtures" <<'PY' || fail "quantize with custom configs differs from PyTorch"
+import json, sys, torch
+model, fixtures = torch.jit.load(sys.argv[1]), sys.argv[2]
+record = [r for r in json.load(open(fixtures + '/custom_configs.json')) if r['case'] == 'standalone_by_name'][0]
+x = torch.load(fixtures + '/custom_config_net.input.pt')
+expected = torch.load(fixtures + '/' + record['lowered']['output'])
+error = (model(x) - expected).abs().max().item()
+assert error <= record['lowered']['output_step'] * (1 + 1e-6), error
+assert torch.equal(model.class_weights, torch.load(fixtures + '/' + record['preserved']['class_weights']))
+PY
+expect_error 1 "custom_config_net.pt: import: data-dependent control flow .* in module 'gate'" -- quantize \
+  "$fixtures/custom_config_net.pt" -o "$work/bad.pt" --calib "$fixtures/custom_config_net.input.pt"
+# --qconfig qat: prepare_qat_fx, calibration in eval mode, convert_fx, as PyTorch
+"$qfx" quantize "$fixtures/linear_relu.pt" -o "$work/lr_qat.pt" --calib "$fixtures/linear_relu.input.pt" --qconfig qat \
+  || fail "quantize --qconfig qat exited $?"
+"$python" - "$work/lr_qat.pt" "$fixtures" "$source_dir/tests/oracle" <<'PY' || fail "quantize --qconfig qat differs from PyTorch"
+import sys, torch
+sys.path.insert(0, sys.argv[3])
+import flow_fixtures
+from torch.ao.quantization import get_default_qat_qconfig_mapping
+from torch.ao.quantization.quantize_fx import convert_fx, prepare_qat_fx
+torch.backends.quantized.engine = 'onednn'
+x = torch.load(sys.argv[2] + '/linear_relu.input.pt')
+prepared = prepare_qat_fx(flow_fixtures.python_model('linear_relu').train(), get_default_qat_qconfig_mapping('onednn'), (x,))
+prepared.eval()
+with torch.no_grad():
+    prepared(x)
+    converted = convert_fx(prepared)
+    expected, ours = converted(x), torch.jit.load(sys.argv[1])(x)
+step = flow_fixtures.output_step(converted, (x,))
+assert step > 0 and (ours - expected).abs().max().item() <= step * (1 + 1e-6), (ours, expected)
+PY
 [ ! -e "$work/bad.pt" ] || fail "a failed quantize left its output file"
 
 if [ "$failures" -ne 0 ]; then

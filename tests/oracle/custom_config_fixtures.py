@@ -1,5 +1,6 @@
-"""PrepareCustomConfig fixtures: standalone modules, non-traceable modules
-and preserved attributes, as PyTorch 1.13's prepare_fx / convert_fx handle them.
+"""PrepareCustomConfig fixtures: standalone modules, non-traceable modules,
+preserved attributes and custom module classes, as PyTorch 1.13's
+prepare_fx / convert_fx handle them.
 
 custom_configs.json: for each case, the model file (traced, with the
 non-traceable module scripted), its input, the PrepareCustomConfig in qfx's
@@ -9,6 +10,10 @@ nodes and code and their observers' qparams after one forward; after
 convert_to_reference_fx and convert_fx (onednn) both codes and the output
 (CASE.custom_reference_output.pt, CASE.custom_lowered_output.pt, with
 `output_step`). The preserved buffer's value is in CASE.preserved.pt.
+
+custom_module.json: CustomModuleNet with CustomLinear swapped for
+ObservedCustomLinear (prepare) and QuantizedCustomLinear (convert): the
+configs, prepared nodes, code and observers, converted code and output.
 """
 import copy
 import json
@@ -62,6 +67,91 @@ class CustomConfigNet(nn.Module):
         x = self.block(x)
         x = self.gate(x)
         return self.fc(torch.flatten(x, 1))
+
+
+class CustomLinear(nn.Module):
+    """A user module quantized through custom module classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) * 2.0
+
+
+class ObservedCustomLinear(nn.Module):
+    def __init__(self, linear):
+        super().__init__()
+        self.linear = linear
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) * 2.0
+
+    @classmethod
+    def from_float(cls, float_module):
+        observed = cls(float_module.linear)
+        observed.qconfig = float_module.qconfig
+        return observed
+
+
+class QuantizedCustomLinear(nn.Module):
+    """Takes and returns quint8; computes in float, quantizes with the output observer's qparams."""
+
+    def __init__(self, linear, scale, zero_point):
+        super().__init__()
+        self.linear = linear
+        self.scale = scale
+        self.zero_point = zero_point
+
+    def forward(self, x):
+        y = torch.relu(self.linear(x.dequantize())) * 2.0
+        return torch.quantize_per_tensor(y, self.scale, self.zero_point, torch.quint8)
+
+    @classmethod
+    def from_observed(cls, observed):
+        scale, zero_point = observed.activation_post_process.calculate_qparams()
+        return cls(observed.linear, float(scale), int(zero_point))
+
+
+class CustomModuleNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.custom = CustomLinear()
+        self.fc2 = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc2(self.custom(self.fc1(x)))
+
+
+def write_custom_module(out):
+    torch.manual_seed(0)
+    model = CustomModuleNet().eval()
+    x = torch.randn(5, 4, generator=torch.Generator().manual_seed(4))
+    torch.jit.trace(model, (x,)).save(os.path.join(out, 'custom_module_net.pt'))
+    torch.save(x, os.path.join(out, 'custom_module_net.input.pt'))
+    prepare_config = PrepareCustomConfig().set_float_to_observed_mapping(CustomLinear, ObservedCustomLinear)
+    convert_config = ConvertCustomConfig().set_observed_to_quantized_mapping(ObservedCustomLinear,
+                                                                             QuantizedCustomLinear)
+    prepared = prepare_fx(copy.deepcopy(model), onednn_mapping(), (x,), prepare_custom_config=prepare_config)
+    prepared(x)
+    record = {'model': 'custom_module_net.pt', 'input': 'custom_module_net.input.pt',
+              'qconfig_mapping': qconfig_mapping_json(onednn_mapping()),
+              'prepare_custom_config': {'float_to_observed_custom_module_class':
+                                        {'static': {'CustomLinear': 'ObservedCustomLinear'}}},
+              'convert_custom_config': {'observed_to_quantized_custom_module_class':
+                                        {'static': {'ObservedCustomLinear': 'QuantizedCustomLinear'}}},
+              'prepared': code_and_nodes(prepared), 'observers': flow_fixtures.observer_records(prepared)}
+    torch.backends.quantized.engine = 'onednn'
+    lowered = convert_fx(copy.deepcopy(prepared), convert_custom_config=convert_config)
+    assert type(lowered.custom) is QuantizedCustomLinear
+    record['lowered'] = code_and_nodes(lowered)
+    torch.save(lowered(x), os.path.join(out, 'custom_module.lowered_output.pt'))
+    record['lowered']['output'] = 'custom_module.lowered_output.pt'
+    record['lowered']['output_step'] = flow_fixtures.output_step(lowered, (x,))
+    with open(os.path.join(out, 'custom_module.json'), 'w') as f:
+        json.dump(record, f, indent=1)
 
 
 def onednn_mapping():
@@ -136,3 +226,4 @@ def write_all(out):
         records.append(record)
     with open(os.path.join(out, 'custom_configs.json'), 'w') as f:
         json.dump(records, f, indent=1)
+    write_custom_module(out)

@@ -6,7 +6,8 @@
 // nodes and code after prepare_fx, every observer's qparams after one
 // forward, codes and outputs after convert_to_reference_fx (<= 1e-6) and
 // convert_fx (one output step), the preserved buffer; the exported lowered
-// model gives the interpreter's output.
+// model gives the interpreter's output. Custom module classes registered in
+// C++ swap in as PyTorch's Python ones do.
 
 #include "support/fixtures.h"
 #include "support/graph_rows.h"
@@ -17,6 +18,8 @@
 #include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
+#include "qfx/ir/module_registry.h"
+#include "qfx/nn/custom_modules.h"
 #include "qfx/nn/opaque_modules.h"
 #include "qfx/quant/qconfig_json.h"
 #include "qfx/quantize.h"
@@ -99,6 +102,100 @@ TEST_P(OracleCustomConfig, MatchesPyTorch) {
   EXPECT_EQ(test::max_abs_error(exported.forward({input}), output), 0.0);
   EXPECT_TRUE(exported.attr("class_weights").toTensor().equal(preserved));
   test::keep_for_python(GetParam() + "_lowered", path, {input}, output, 0.0, false, "onednn");
+}
+
+/// The test's custom module classes, as the fixture's Python ones: both run
+/// the float module's TorchScript; the quantized one takes and returns quint8.
+class CustomLinearBase : public torch::nn::Module {
+ public:
+  explicit CustomLinearBase(const torch::jit::Module& script) : script_(script) {}
+  at::Tensor run(const at::Tensor& x) { return script_.forward({x}).toTensor(); }
+  const torch::jit::Module& script() const { return script_; }
+
+ private:
+  torch::jit::Module script_;
+};
+
+class ObservedCustomLinear : public CustomLinearBase {
+ public:
+  using CustomLinearBase::CustomLinearBase;
+};
+
+class QuantizedCustomLinear : public CustomLinearBase {
+ public:
+  QuantizedCustomLinear(const torch::jit::Module& script, double scale, int64_t zero_point)
+      : CustomLinearBase(script), scale_(scale), zero_point_(zero_point) {}
+  at::Tensor forward(const at::Tensor& x) {
+    return at::quantize_per_tensor(run(x.dequantize()), scale_, zero_point_, at::kQUInt8);
+  }
+
+ private:
+  double scale_;
+  int64_t zero_point_;
+};
+
+void register_test_custom_classes() {
+  static const bool registered = [] {
+    ir::ModuleRegistry::instance().add({"ObservedCustomLinear", typeid(ObservedCustomLinear),
+                                        [](torch::nn::Module& m, std::vector<c10::IValue>& in) -> c10::IValue {
+                                          return dynamic_cast<ObservedCustomLinear&>(m).run(in.at(0).toTensor());
+                                        },
+                                        nullptr, ""});
+    ir::ModuleRegistry::instance().add({"QuantizedCustomLinear", typeid(QuantizedCustomLinear),
+                                        [](torch::nn::Module& m, std::vector<c10::IValue>& in) -> c10::IValue {
+                                          return dynamic_cast<QuantizedCustomLinear&>(m).forward(in.at(0).toTensor());
+                                        },
+                                        nullptr, ""});
+    nn::register_custom_module_class(
+        {"ObservedCustomLinear",
+         [](const torch::nn::Module& float_module, const quant::QConfig&) -> std::shared_ptr<torch::nn::Module> {
+           return std::make_shared<ObservedCustomLinear>(dynamic_cast<const nn::ScriptModuleImpl&>(float_module).script());
+         },
+         nullptr});
+    nn::register_custom_module_class(
+        {"QuantizedCustomLinear", nullptr,
+         [](const torch::nn::Module& observed, quant::ActivationPostProcess& output_observer) -> std::shared_ptr<torch::nn::Module> {
+           quant::QParams q = output_observer.calculate_qparams();
+           return std::make_shared<QuantizedCustomLinear>(dynamic_cast<const ObservedCustomLinear&>(observed).script(),
+                                                          q.scale.item<double>(), q.zero_point.item<int64_t>());
+         }});
+    return true;
+  }();
+  (void)registered;
+}
+
+TEST(OracleCustomModule, SwapsObservedAndQuantizedClassesAsPyTorch) {
+  register_test_custom_classes();
+  nlohmann::json record = test::fixture_json("custom_module.json");
+  PrepareCustomConfig custom = prepare_custom_config_from_json(record["prepare_custom_config"]);
+  auto gm = io::import_torchscript(test::fixture(record["model"]), import_options(custom));
+  prepare_fx(*gm, quant::qconfig_mapping_from_json(record["qconfig_mapping"]), backend::get_native_backend_config(),
+             custom);
+  expect_graph(*gm, record["prepared"], "prepared");
+  EXPECT_NE(std::dynamic_pointer_cast<ObservedCustomLinear>(gm->get_submodule("custom")), nullptr);
+  torch::NoGradGuard no_grad;
+  c10::IValue input = io::load_value(test::fixture(record["input"]));
+  ir::Interpreter(*gm).run({input});
+  EXPECT_EQ(test::observer_rows(*gm), test::observer_rows(record["observers"]));
+
+  at::globalContext().setQEngine(at::QEngine::ONEDNN);
+  convert_fx(*gm, backend::get_native_backend_config(), custom,
+             convert_custom_config_from_json(record["convert_custom_config"]));
+  expect_graph(*gm, record["lowered"], "lowered");
+  EXPECT_NE(std::dynamic_pointer_cast<QuantizedCustomLinear>(gm->get_submodule("custom")), nullptr);
+  double step = record["lowered"]["output_step"].get<double>();
+  c10::IValue expected = io::load_value(test::fixture(record["lowered"]["output"]));
+  EXPECT_LE(test::max_abs_error(ir::Interpreter(*gm).run({input}), expected), step * (1 + 1e-6));
+}
+
+TEST(CustomModule, UnregisteredClassIsAnErrorNamingIt) {
+  PrepareCustomConfig custom;
+  custom.float_to_observed_custom_module_classes["static"]["CustomLinear"] = "NoSuchObservedClass";
+  auto gm = io::import_torchscript(test::fixture("custom_module_net.pt"), import_options(custom));
+  std::string error = test::error_of([&] {
+    prepare_fx(*gm, quant::get_default_qconfig_mapping("onednn"), backend::get_native_backend_config(), custom);
+  });
+  EXPECT_NE(error.find("%custom: custom module class 'NoSuchObservedClass' is not registered"), std::string::npos) << error;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, OracleCustomConfig, ::testing::Values("standalone_by_name", "standalone_quantized_io"),

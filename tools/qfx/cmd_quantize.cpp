@@ -98,9 +98,21 @@ quant::QConfigMapping mapping_for(const Options& o) {
     }
     return mapping;
   }
-  TORCH_CHECK(o.qconfig != "qat", "--qconfig qat: quantization-aware training is not part of `qfx quantize`");
+  if (o.qconfig == "qat") return qconfig_mapping_from_arg("qat:" + o.engine);
   if (o.qconfig == "default") return qconfig_mapping_from_arg("default:" + o.engine);
   return qconfig_mapping_from_arg(o.qconfig);
+}
+
+/// `--qconfig qat` / `qat:ENGINE`: prepare_qat_fx, so fake quantization and
+/// folded batch norms run through calibration (with batch-norm statistics
+/// frozen: the model calibrates in eval mode).
+bool is_qat(const Options& o) { return o.qconfig == "qat" || o.qconfig.rfind("qat:", 0) == 0; }
+
+void prepare(ir::GraphModule& gm, const quant::QConfigMapping& mapping, const backend::BackendConfig& backend,
+             const PrepareCustomConfig& custom, const Options& o) {
+  if (!is_qat(o)) return prepare_fx(gm, mapping, backend, custom);
+  prepare_qat_fx(gm, mapping, backend, custom);
+  gm.root().train(false);
 }
 
 void run(const Options& o) {
@@ -118,19 +130,21 @@ void run(const Options& o) {
 
   Stopwatch clock;
   nlohmann::json timings;
-  auto gm = io::import_torchscript(o.model);
+  auto gm = io::import_torchscript(o.model, import_options(custom));
   std::vector<ReportNode> float_nodes = report_nodes_of(*gm);
   timings["import_s"] = clock.lap();
-  prepare_fx(*gm, mapping, backend, custom);
+  prepare(*gm, mapping, backend, custom, o);
   timings["prepare_s"] = clock.lap();
   if (!o.calib.empty()) calibrate(*gm, o);
   timings["calibrate_s"] = clock.lap();
   nlohmann::json nodes = quantization_report(*gm, float_nodes);
   clock.lap();
+  ConvertCustomConfig convert_custom;
+  convert_custom.preserved_attributes = custom.preserved_attributes;  // kept into the output file
   if (o.reference) {
-    convert_to_reference_fx(*gm, backend, custom);
+    convert_to_reference_fx(*gm, backend, custom, convert_custom);
   } else {
-    convert_fx(*gm, backend, custom);
+    convert_fx(*gm, backend, custom, convert_custom);
   }
   timings["convert_s"] = clock.lap();
   io::export_torchscript(*gm, o.output);
@@ -151,14 +165,16 @@ void add_quantize_command(CLI::App& app, Action& action) {
   cmd->add_option("-o,--output", o->output, "the quantized TorchScript model to write")->required();
   cmd->add_option("--backend", o->backend, "built-in BackendConfig name or JSON file (default: native)");
   cmd->add_option("--qconfig", o->qconfig,
-                  "default (the engine's default QConfigMapping), default:ENGINE or a QConfigMapping JSON file");
+                  "default (the engine's default QConfigMapping), default:ENGINE, qat (prepare_qat_fx with the "
+                  "engine's QAT mapping), qat:ENGINE or a QConfigMapping JSON file");
   cmd->add_option("--engine", o->engine, "quantized engine the weights are packed for: onednn or qnnpack");
   cmd->add_option("--calib", o->calib,
                   "calibration data saved with torch.save: a tensor (batches along dim 0) or a list of batches");
   cmd->add_option("--calib-batches", o->calib_batches, "use at most this many batches (default: all)");
   cmd->add_option("--batch-size", o->batch_size, "batch size when --calib is one tensor (default: 8)");
   cmd->add_option("--prepare-custom-config", o->prepare_custom_config,
-                  "PrepareCustomConfig JSON (PyTorch's to_dict() keys): input_quantized_idxs, output_quantized_idxs");
+                  "PrepareCustomConfig JSON (PyTorch's to_dict() keys): standalone and non-traceable modules, "
+                  "input/output_quantized_idxs, preserved_attributes (kept in the output file)");
   cmd->add_flag("--dynamic", o->dynamic, "dynamic quantization of Linear layers (no calibration)");
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings");
