@@ -193,6 +193,13 @@ at::Tensor ReferenceModuleImpl::forward(const at::Tensor& x, const std::vector<a
   return detail::weighted_forward(*float_, x, weight_dequantized(), extra);
 }
 
+bool has_reference_module(const std::string& float_type) {
+  for (const ReferenceType& type : kReferenceTypes) {
+    if (float_type == type.float_type) return true;
+  }
+  return false;
+}
+
 std::shared_ptr<ReferenceModuleImpl> reference_from_float(std::shared_ptr<torch::nn::Module> float_module,
                                                           const WeightQParams& qparams) {
   std::string float_type = ir::module_type_name(*float_module);

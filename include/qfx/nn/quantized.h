@@ -13,6 +13,8 @@
 ///   at::Tensor y = q->forward({at::quantize_per_tensor(x, 0.05, 128, at::kQUInt8)}).toTensor();
 /// \endcode
 
+#include "qfx/quant/qconfig.h"
+
 #include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
 
@@ -82,6 +84,18 @@ struct OutputQParams {
 std::shared_ptr<QuantizedModuleImpl> quantized_from_reference(const std::string& quantized_type,
                                                               const torch::nn::Module& source,
                                                               std::optional<OutputQParams> output);
+
+/// PyTorch's `from_float` (the eager-mode path): the quantized module of
+/// class `quantized_type` from a float or fused module. Its weight is
+/// quantized with a fresh `qconfig.weight` observer that has seen it (a
+/// reference module first, then from_reference); `output` is the output's
+/// qparams (PyTorch reads them from the module's activation_post_process;
+/// dynamic and weight-only modules ignore them). Modules without a weight
+/// (BatchNorm2d, ELU, ...) go to from_reference as they are.
+std::shared_ptr<QuantizedModuleImpl> quantized_from_float(const std::string& quantized_type,
+                                                          const std::shared_ptr<torch::nn::Module>& float_module,
+                                                          const quant::QConfig& qconfig,
+                                                          std::optional<OutputQParams> output);
 
 /// The quantized module classes qfx has, sorted.
 std::vector<std::string> quantized_module_types();

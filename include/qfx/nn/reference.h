@@ -68,6 +68,10 @@ class ReferenceModuleImpl : public torch::nn::Module {
   std::string type_name_;
 };
 
+/// True when float modules of `float_type` (`torch.nn.Conv2d`) have a
+/// reference quantized module.
+bool has_reference_module(const std::string& float_type);
+
 /// The reference module for a float module (`from_float`); c10::Error if
 /// there is no reference module for its type.
 std::shared_ptr<ReferenceModuleImpl> reference_from_float(std::shared_ptr<torch::nn::Module> float_module,
