@@ -30,8 +30,10 @@ std::string tree_of(const ir::GraphModule& gm) {
   return tree.substr(0, tree.size() - gm.code().size() - 1);
 }
 
-TEST(OracleQat, TrainsAndConvertsAsPyTorch) {
-  nlohmann::json record = test::fixture_json("qat.json");
+class OracleQat : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OracleQat, TrainsAndConvertsAsPyTorch) {
+  nlohmann::json record = test::fixture_case("qat.json", GetParam());
   auto gm = io::import_torchscript(test::fixture(record["model"]));
   backend::BackendConfig backend = backend::get_native_backend_config();
   prepare_qat_fx(*gm, quant::qconfig_mapping_from_json(record["qconfig_mapping"]), backend);
@@ -76,7 +78,7 @@ TEST(OracleQat, TrainsAndConvertsAsPyTorch) {
   torch::jit::Module module = torch::jit::load(exported);
   c10::IValue interpreted = ir::Interpreter(*gm).run({inputs[0]});
   EXPECT_EQ(test::max_abs_error(module.forward({inputs[0]}), interpreted), 0.0);
-  test::keep_for_python("qat_trained", exported, {inputs[0]}, interpreted, 0.0, false, "onednn");
+  test::keep_for_python("qat_" + GetParam() + "_trained", exported, {inputs[0]}, interpreted, 0.0, false, "onednn");
   for (const auto& m : gm->root().modules()) {
     if (auto* fq = dynamic_cast<quant::FakeQuantizeBase*>(m.get())) fq->enable_observer(true);
   }
@@ -91,6 +93,9 @@ TEST(OracleQat, TrainsAndConvertsAsPyTorch) {
   double step = lowered["output_step"].get<double>();
   EXPECT_LE(test::max_abs_error(output, expected), step * (1 + 1e-6)) << "one output step: " << step;
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, OracleQat, ::testing::Values("conv_bn_linear", "embedding"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(QatModules, FreezeBnStatsKeepsRunningStatistics) {
   auto conv = std::make_shared<torch::nn::Conv2dImpl>(torch::nn::Conv2dOptions(2, 3, 1));
