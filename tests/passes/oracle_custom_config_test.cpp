@@ -188,7 +188,7 @@ TEST(OracleCustomModule, SwapsObservedAndQuantizedClassesAsPyTorch) {
   EXPECT_LE(test::max_abs_error(ir::Interpreter(*gm).run({input}), expected), step * (1 + 1e-6));
 }
 
-TEST(CustomModule, UnregisteredClassIsAnErrorNamingIt) {
+TEST(OracleCustomModuleErrors, UnregisteredClassIsAnErrorNamingIt) {
   PrepareCustomConfig custom;
   custom.float_to_observed_custom_module_classes["static"]["CustomLinear"] = "NoSuchObservedClass";
   auto gm = io::import_torchscript(test::fixture("custom_module_net.pt"), import_options(custom));
@@ -201,12 +201,12 @@ TEST(CustomModule, UnregisteredClassIsAnErrorNamingIt) {
 INSTANTIATE_TEST_SUITE_P(Cases, OracleCustomConfig, ::testing::Values("standalone_by_name", "standalone_quantized_io"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
-TEST(CustomConfig, NonTraceableModuleIsAnImportErrorWithoutTheConfig) {
+TEST(OracleCustomConfigErrors, NonTraceableModuleIsAnImportErrorWithoutTheConfig) {
   std::string error = test::error_of([] { io::import_torchscript(test::fixture("custom_config_net.pt")); });
   EXPECT_NE(error.find("custom_config_net.pt"), std::string::npos) << error;
 }
 
-TEST(CustomConfig, MissingPreservedAttributeIsAnError) {
+TEST(OracleCustomConfigErrors, MissingPreservedAttributeIsAnError) {
   PrepareCustomConfig custom;
   custom.non_traceable_module_names = {"gate"};
   custom.preserved_attributes = {"no_such_attribute"};
@@ -215,7 +215,7 @@ TEST(CustomConfig, MissingPreservedAttributeIsAnError) {
       << error;
 }
 
-TEST(CustomConfig, JsonErrorsNameThePath) {
+TEST(CustomConfigJson, ErrorsNameThePath) {
   EXPECT_NE(test::error_of([] { prepare_custom_config_from_json(nlohmann::json::parse(R"({"standalone_module_name": [["a", null]]})")); })
                 .find("standalone_module_name[0]: expected [name, qconfig_mapping"),
             std::string::npos);
