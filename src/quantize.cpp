@@ -3,6 +3,7 @@
 #include "qfx/quantize.h"
 
 #include "qfx/backend/builtin_backends.h"
+#include "qfx/nn/opaque_modules.h"
 #include "qfx/passes/pass_manager.h"
 
 #include <algorithm>
@@ -33,6 +34,20 @@ void keep_preserved(ir::GraphModule& model, const std::vector<std::string>& name
   }
 }
 
+/// The modules the config names by path must be leaves the importer kept
+/// whole, else they were inlined and the config would be ignored.
+void check_kept_whole(const ir::GraphModule& model, const PrepareCustomConfig& config, const char* step) {
+  auto check = [&](const std::string& path, bool nested, const char* what) {
+    std::shared_ptr<torch::nn::Module> module = model.find_submodule(path);
+    bool kept = nested ? dynamic_cast<nn::NestedGraphModuleImpl*>(module.get()) != nullptr
+                       : dynamic_cast<nn::ScriptModuleImpl*>(module.get()) != nullptr;
+    TORCH_CHECK(kept, step, ": the PrepareCustomConfig names ", what, " '", path,
+                "', which the model does not hold whole; import the model with qfx::import_options(config)");
+  };
+  for (const auto& entry : config.standalone_module_names) check(entry.first, true, "the standalone module");
+  for (const std::string& path : config.non_traceable_module_names) check(path, false, "the non-traceable module");
+}
+
 }  // namespace
 
 void fuse_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
@@ -47,6 +62,7 @@ void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_map
                 const backend::BackendConfig& backend_config, const PrepareCustomConfig& prepare_custom_config) {
   passes::PassOptions options = options_for(backend_config, prepare_custom_config);
   options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(qconfig_mapping);
+  check_kept_whole(model, prepare_custom_config, "prepare_fx");
   passes::PassManager().add("fuse").add("insert-observers").run(model, options);
   keep_preserved(model, prepare_custom_config.preserved_attributes, "prepare_fx");
 }
@@ -56,6 +72,7 @@ void prepare_qat_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig
   passes::PassOptions options = options_for(backend_config, prepare_custom_config);
   options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(qconfig_mapping);
   options.is_qat = true;
+  check_kept_whole(model, prepare_custom_config, "prepare_qat_fx");
   model.root().train(true);
   passes::PassManager().add("fuse").add("swap-qat-modules").add("insert-observers").run(model, options);
   keep_preserved(model, prepare_custom_config.preserved_attributes, "prepare_qat_fx");

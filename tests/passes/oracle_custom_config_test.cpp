@@ -215,6 +215,20 @@ TEST(OracleCustomConfigErrors, MissingPreservedAttributeIsAnError) {
       << error;
 }
 
+TEST(OracleCustomConfigErrors, StandaloneModuleInlinedByTheImportIsAnError) {
+  PrepareCustomConfig custom;
+  custom.non_traceable_module_names = {"gate"};
+  auto gm = io::import_torchscript(test::fixture("custom_config_net.pt"), import_options(custom));
+  custom.standalone_module_names = {{"block", {}}};  // not in the import options: block was inlined
+  std::string error = test::error_of([&] {
+    prepare_fx(*gm, quant::get_default_qconfig_mapping("onednn"), backend::get_native_backend_config(), custom);
+  });
+  EXPECT_NE(error.find("prepare_fx: the PrepareCustomConfig names the standalone module 'block', which the model does "
+                       "not hold whole"),
+            std::string::npos)
+      << error;
+}
+
 TEST(CustomConfigJson, ErrorsNameThePath) {
   EXPECT_NE(test::error_of([] { prepare_custom_config_from_json(nlohmann::json::parse(R"({"standalone_module_name": [["a", null]]})")); })
                 .find("standalone_module_name[0]: expected [name, qconfig_mapping"),
