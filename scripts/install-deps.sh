@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev
   libbenchmark-dev
   zlib1g-dev              # gzipped IDX data
+  libstb-dev              # PNG/JPEG decoding (stb_image)
   libopenblas0-pthread    # optimized BLAS for LibTorch's float path
   python3-torch python3-torchvision   # test oracle only
   dataset-fashion-mnist   # real data for the demo

@@ -26,14 +26,34 @@ const FunctionLowering* find_function(const std::vector<FunctionLowering>& table
   return nullptr;
 }
 
+/// Spatial dimensions of a functional conv (`torch.nn.functional.conv2d` -> 2), 0 for others.
+int64_t conv_dims(const ir::Node& func) {
+  const std::string name = function_name(func);
+  const std::string prefix = "torch.nn.functional.conv";
+  if (name.rfind(prefix, 0) != 0 || name.size() != prefix.size() + 2) return 0;
+  return name[prefix.size()] - '0';
+}
+
 /// The prepack arguments: the quantized weight, then the op's arguments
-/// after the weight (conv1d's int stride, padding, dilation as tuples).
+/// after the weight. A conv's missing bias, stride, padding, dilation and
+/// groups are filled in from its keywords and defaults (a trace drops
+/// default arguments, which 1.13's prepack then misses:
+/// docs/divergences.md); conv1d's ints as tuples.
 std::vector<ir::Argument> prepack_args(const ir::Node& func, ir::Node* quantized_weight) {
   std::vector<ir::Argument> args = {quantized_weight};
   args.insert(args.end(), func.args().begin() + 2, func.args().end());
-  if (function_name(func) == "torch.nn.functional.conv1d") {
+  int64_t dims = conv_dims(func);
+  if (dims == 0) return args;
+  auto ints = [dims](int64_t v) { return ir::Argument::list(ir::Argument::Items(dims, ir::Argument(v))); };
+  const char* names[] = {"bias", "stride", "padding", "dilation", "groups"};
+  std::vector<ir::Argument> defaults = {ir::Argument(), ints(1), ints(0), ints(1), ir::Argument(int64_t{1})};
+  for (size_t i = args.size() - 1; i < 5; ++i) {
+    const ir::Argument* keyword = func.kwarg(names[i]);
+    args.push_back(keyword != nullptr ? *keyword : defaults[i]);
+  }
+  if (dims == 1) {  // conv1d's int stride, padding, dilation as tuples, as PyTorch
     for (size_t i : {2, 3, 4}) {
-      if (i < args.size() && args[i].kind() == ir::Argument::Kind::kInt) args[i] = ir::Argument::tuple({args[i]});
+      if (args[i].kind() == ir::Argument::Kind::kInt) args[i] = ir::Argument::tuple({args[i]});
     }
   }
   return args;
@@ -213,8 +233,11 @@ void fold_weights(Lowering& l) {
     std::unordered_set<const ir::Node*> producers = producers_of(node);
     if (producers.empty()) continue;
     c10::IValue packed = evaluate(l, node, producers);
-    auto guard = l.gm.graph().inserting_before(node);
-    ir::Node* attr = namer.add(scope_of(node->users()[0]) + "_packed_weight_", packed);
+    ir::Node* attr = nullptr;
+    {
+      auto guard = l.gm.graph().inserting_before(node);
+      attr = namer.add(scope_of(node->users()[0]) + "_packed_weight_", packed);
+    }
     node->replace_all_uses_with(attr);
     l.gm.graph().erase_node(node);
     l.changed = true;

@@ -308,6 +308,48 @@ assert step > 0 and (ours - expected).abs().max().item() <= step * (1 + 1e-6), (
 PY
 [ ! -e "$work/bad.pt" ] || fail "a failed quantize left its output file"
 
+# --- data, qfx eval, quantize on Fashion-MNIST ---------------------------------
+fmnist=/usr/share/datasets/fashion-mnist
+demo_model="$source_dir/examples/fashion_mnist/fashion_cnn.pt"
+norm=(--mean 0.2860 --std 0.3530)
+"$qfx" eval "$demo_model" --data "$fmnist/t10k-images-idx3-ubyte.gz" "${norm[@]}" --limit-batches 40 \
+  --json "$work/eval_float.json" >"$work/eval_out.txt" 2>"$work/eval_err.txt" || fail "eval exited $?: $(cat "$work/eval_err.txt")"
+grep -qE '^top-1 [0-9.]+% \(([0-9]+)/2560\)  top-5 [0-9.]+%$' "$work/eval_out.txt" || fail "eval output: $(cat "$work/eval_out.txt")"
+grep -q '^eval: 40/40 batches' "$work/eval_err.txt" || fail "eval: no plain progress lines on a non-terminal stderr"
+"$qfx" quantize "$demo_model" -o "$work/fmnist_int8.pt" --calib "$fmnist/train-images-idx3-ubyte.gz" "${norm[@]}" \
+  --batch-size 32 --calib-batches 16 --seed 0 -q 2>"$work/fq_err.txt" || fail "quantize on IDX data exited $?: $(cat "$work/fq_err.txt")"
+[ ! -s "$work/fq_err.txt" ] || fail "quantize -q wrote to stderr: $(cat "$work/fq_err.txt")"
+"$qfx" eval "$work/fmnist_int8.pt" --data "$fmnist/t10k-images-idx3-ubyte.gz" "${norm[@]}" --limit-batches 40 -q \
+  --json "$work/eval_int8.json" >/dev/null || fail "eval of the int8 model exited $?"
+# Python reads the IDX file itself and runs both TorchScript files: the same top-1 counts
+"$python" - "$demo_model" "$work/fmnist_int8.pt" "$work/eval_float.json" "$work/eval_int8.json" \
+  "$fmnist/t10k-images-idx3-ubyte.gz" <<'PY' || fail "qfx eval differs from PyTorch"
+import gzip, json, sys
+import numpy as np, torch
+torch.backends.quantized.engine = 'onednn'
+images = sys.argv[5]
+with gzip.open(images) as f:
+    pixels = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
+with gzip.open(images.replace('images-idx3', 'labels-idx1')) as f:
+    labels = torch.from_numpy(np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int64))
+x = (torch.from_numpy(pixels[:2560].astype(np.float32)) / 255 - 0.2860) / 0.3530
+for model_path, report in ((sys.argv[1], sys.argv[3]), (sys.argv[2], sys.argv[4])):
+    model = torch.jit.load(model_path)
+    with torch.no_grad():
+        predicted = torch.cat([model(b).argmax(1) for b in x.split(64)])
+    correct = int((predicted == labels[:2560]).sum())
+    ours = json.load(open(report))
+    assert ours['items'] == 2560 and round(ours['top1'] * 2560) == correct, (model_path, ours, correct)
+float_top1, int8_top1 = (json.load(open(p))['top1'] for p in sys.argv[3:5])
+assert float_top1 - int8_top1 < 0.01, (float_top1, int8_top1)
+PY
+expect_error 1 "has no labels; qfx eval needs labelled data" -- eval "$demo_model" --data "$work/calib.pt"
+printf 'garbage' >"$work/bad-images-idx3-ubyte"
+expect_error 1 "bad-images-idx3-ubyte' is not an IDX file" -- eval "$demo_model" --data "$work/bad-images-idx3-ubyte"
+expect_error 1 "calibration data: .*bad-images-idx3-ubyte' is not an IDX file" -- quantize "$demo_model" -o "$work/bad.pt" \
+  --calib "$work/bad-images-idx3-ubyte"
+
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures CLI check(s) failed"
   exit 1

@@ -23,6 +23,7 @@ sys.path.insert(0, HERE)
 
 import backend_fixtures  # noqa: E402
 import custom_config_fixtures  # noqa: E402
+import data_fixtures  # noqa: E402
 import flow_fixtures  # noqa: E402
 import from_float_fixtures  # noqa: E402
 import model_fixtures  # noqa: E402
@@ -40,6 +41,7 @@ WRITERS = [
     (custom_config_fixtures, ['custom_config_fixtures.py', 'flow_fixtures.py', 'model_fixtures.py',
                               'quant_fixtures.py', 'backend_fixtures.py', 'pytorch_names.py']),
     (from_float_fixtures, ['from_float_fixtures.py', 'quant_fixtures.py', 'pytorch_names.py']),
+    (data_fixtures, ['data_fixtures.py']),
     (qat_fixtures, ['qat_fixtures.py', 'flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py',
                     'backend_fixtures.py', 'pytorch_names.py']),
 ]

@@ -1,11 +1,14 @@
-// `qfx quantize MODEL.pt -o OUT.pt`: import, prepare_fx, calibrate on a
-// tensor file, convert_fx (or convert_to_reference_fx), export TorchScript,
+// `qfx quantize MODEL.pt -o OUT.pt`: import, prepare_fx, calibrate on
+// data (data/data_source.h), convert_fx (or convert_to_reference_fx), export TorchScript,
 // and optionally a per-node JSON report with the time of each stage.
 
 #include "commands.h"
 #include "config_args.h"
+#include "data_args.h"
+#include "progress.h"
 
 #include "qfx/custom_config_json.h"
+#include "qfx/data/data_source.h"
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
@@ -29,8 +32,8 @@ struct Options {
   std::string model, output, backend = "native", qconfig = "default", engine = "onednn", calib, report;
   std::string prepare_custom_config;
   int64_t calib_batches = 0;  // 0: all
-  int64_t batch_size = 8;
-  bool dynamic = false, reference = false, print = false;
+  DataArgs data_args;
+  bool dynamic = false, reference = false, print = false, quiet = false;
 };
 
 class Stopwatch {
@@ -46,28 +49,7 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-/// The batches a calibration file holds: one tensor split along dim 0, or a
-/// list whose items are batches (a tensor, or a tuple of tensors).
-std::vector<std::vector<c10::IValue>> calibration_batches(const Options& o) {
-  c10::IValue data = io::load_value(o.calib);
-  std::vector<std::vector<c10::IValue>> batches;
-  if (data.isTensor()) {
-    TORCH_CHECK(data.toTensor().dim() > 0, "calibration data '", o.calib, "': a 0-dim tensor has no batches");
-    for (const at::Tensor& b : data.toTensor().split(o.batch_size)) batches.push_back({b});
-  } else {
-    TORCH_CHECK(data.isList() || data.isTuple(), "calibration data '", o.calib,
-                "' must be a tensor or a list of batches, got ", data.tagKind());
-    auto items = data.isList() ? data.toListRef().vec() : data.toTupleRef().elements().vec();
-    for (size_t i = 0; i < items.size(); ++i) {
-      batches.push_back(io::as_inputs(items[i], "calibration data '" + o.calib + "' item " + std::to_string(i)));
-    }
-  }
-  if (o.calib_batches > 0 && batches.size() > static_cast<size_t>(o.calib_batches)) batches.resize(o.calib_batches);
-  TORCH_CHECK(!batches.empty(), "calibration data '", o.calib, "' holds no batches");
-  return batches;
-}
-
-void check_finite(const std::vector<c10::IValue>& batch, const Options& o, size_t index) {
+void check_finite(const std::vector<c10::IValue>& batch, const Options& o, int64_t index) {
   for (const c10::IValue& v : batch) {
     if (!v.isTensor() || !v.toTensor().is_floating_point()) continue;
     TORCH_CHECK(at::isfinite(v.toTensor()).all().item<bool>(), "calibration data '", o.calib, "' batch ", index,
@@ -75,17 +57,31 @@ void check_finite(const std::vector<c10::IValue>& batch, const Options& o, size_
   }
 }
 
+/// Runs the prepared model on the calibration data, batch by batch.
 void calibrate(ir::GraphModule& gm, const Options& o) {
-  std::vector<std::vector<c10::IValue>> batches = calibration_batches(o);
-  ir::Interpreter interpreter(gm);
-  for (size_t i = 0; i < batches.size(); ++i) {
-    check_finite(batches[i], o, i);
-    try {
-      interpreter.run(batches[i]);
-    } catch (const c10::Error& e) {
-      TORCH_CHECK(false, "calibration data '", o.calib, "' batch ", i, ": ", e.what_without_backtrace());
-    }
+  data::DataOptions options = o.data_args.resolved();
+  options.max_batches = o.calib_batches;
+  std::unique_ptr<data::DataSource> source;
+  try {
+    source = data::open_data(o.calib, options);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, "calibration data: ", e.what_without_backtrace());
   }
+  TORCH_CHECK(source->num_items() > 0, "calibration data '", o.calib, "' holds no batches");
+  ir::Interpreter interpreter(gm);
+  Progress progress("calibrate", source->num_batches(), o.quiet);
+  int64_t index = 0, items = 0;
+  while (auto batch = source->next()) {
+    check_finite(batch->inputs, o, index);
+    try {
+      interpreter.run(batch->inputs);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, "calibration data '", o.calib, "' batch ", index, ": ", e.what_without_backtrace());
+    }
+    items += batch->inputs.at(0).isTensor() ? batch->inputs.at(0).toTensor().size(0) : 1;
+    progress.update(++index, items);
+  }
+  progress.finish();
 }
 
 quant::QConfigMapping mapping_for(const Options& o) {
@@ -122,7 +118,6 @@ void run(const Options& o) {
   at::globalContext().setQEngine(o.engine == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
   TORCH_CHECK(o.dynamic || !o.calib.empty(), "static quantization needs calibration data: pass --calib DATA "
               "(or --dynamic)");
-  TORCH_CHECK(o.batch_size > 0, "--batch-size must be positive, got ", o.batch_size);
   backend::BackendConfig backend = backend_from_arg(o.backend);
   quant::QConfigMapping mapping = mapping_for(o);
   PrepareCustomConfig custom;
@@ -169,9 +164,11 @@ void add_quantize_command(CLI::App& app, Action& action) {
                   "engine's QAT mapping), qat:ENGINE or a QConfigMapping JSON file");
   cmd->add_option("--engine", o->engine, "quantized engine the weights are packed for: onednn or qnnpack");
   cmd->add_option("--calib", o->calib,
-                  "calibration data saved with torch.save: a tensor (batches along dim 0) or a list of batches");
+                  "calibration data: a torch.save file (a tensor, batches along dim 0, or a list of batches), an IDX "
+                  "images file, or an image folder");
   cmd->add_option("--calib-batches", o->calib_batches, "use at most this many batches (default: all)");
-  cmd->add_option("--batch-size", o->batch_size, "batch size when --calib is one tensor (default: 8)");
+  add_data_options(*cmd, o->data_args, "items per calibration batch (default: 8)");
+  cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");
   cmd->add_option("--prepare-custom-config", o->prepare_custom_config,
                   "PrepareCustomConfig JSON (PyTorch's to_dict() keys): standalone and non-traceable modules, "
                   "input/output_quantized_idxs, preserved_attributes (kept in the output file)");

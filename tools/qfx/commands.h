@@ -24,5 +24,7 @@ void add_backend_config_command(CLI::App& app, Action& action);
 void add_opt_command(CLI::App& app, Action& action);
 /// `qfx quantize MODEL.pt -o OUT.pt [--calib DATA] [--report R.json] ...`
 void add_quantize_command(CLI::App& app, Action& action);
+/// `qfx eval MODEL.pt --data DATA [--batch-size B] [--mean M --std S] ...`
+void add_eval_command(CLI::App& app, Action& action);
 
 }  // namespace qfx::cli

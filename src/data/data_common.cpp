@@ -1,0 +1,57 @@
+// Option checks, item order and normalization shared by the data sources.
+
+#include "data_common.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <numeric>
+#include <random>
+
+namespace qfx::data {
+
+int64_t DataSource::num_batches() const { return (num_items() + batch_size_ - 1) / batch_size_; }
+
+namespace detail {
+
+void check_options(const DataOptions& options, const std::string& path) {
+  TORCH_CHECK(options.batch_size > 0, "data '", path, "': batch size must be positive, got ", options.batch_size);
+  TORCH_CHECK(options.max_batches >= 0, "data '", path, "': the batch limit must not be negative");
+  TORCH_CHECK(options.mean.size() == options.std.size(), "data '", path, "': ", options.mean.size(),
+              " mean value(s) but ", options.std.size(), " std value(s)");
+  for (double s : options.std) TORCH_CHECK(s > 0, "data '", path, "': std values must be positive, got ", s);
+  TORCH_CHECK(options.crop_size > 0 && options.resize_size >= options.crop_size, "data '", path,
+              "': the resize size (", options.resize_size, ") must be at least the crop size (", options.crop_size, ")");
+}
+
+int64_t items_to_read(int64_t available, const DataOptions& options) {
+  if (options.max_batches == 0) return available;
+  return std::min(available, options.max_batches * options.batch_size);
+}
+
+std::vector<int64_t> item_order(int64_t n, const std::optional<uint64_t>& seed) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  if (!seed) return order;
+  std::mt19937_64 rng(*seed);
+  for (int64_t i = n - 1; i > 0; --i) {
+    auto j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
+    std::swap(order[i], order[j]);
+  }
+  return order;
+}
+
+at::Tensor normalize(const at::Tensor& x, const DataOptions& options) {
+  if (options.mean.empty()) return x;
+  int64_t channels = x.size(1);
+  TORCH_CHECK(options.mean.size() == 1 || static_cast<int64_t>(options.mean.size()) == channels, "normalization has ",
+              options.mean.size(), " mean values for data with ", channels, " channels");
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[1] = static_cast<int64_t>(options.mean.size());
+  at::Tensor mean = at::tensor(options.mean, at::kDouble).to(x.scalar_type()).reshape(shape);
+  at::Tensor std = at::tensor(options.std, at::kDouble).to(x.scalar_type()).reshape(shape);
+  return (x - mean) / std;
+}
+
+}  // namespace detail
+}  // namespace qfx::data

@@ -1,0 +1,158 @@
+// IDX files (MNIST, Fashion-MNIST), gzipped or not, read item by item:
+// sequentially from the (compressed) stream, or, for a shuffled order, from
+// a temporary uncompressed copy that allows seeking.
+
+#include "data_sources.h"
+
+#include "data_common.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <zlib.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+
+namespace qfx::data::detail {
+namespace {
+
+/// One IDX file: header, then items of `item_bytes` unsigned bytes.
+class IdxFile {
+ public:
+  IdxFile(const std::string& path, int expected_dims, bool random_access) : path_(path) {
+    file_ = gzopen(path.c_str(), "rb");
+    TORCH_CHECK(file_ != nullptr, "cannot open data file '", path, "'");
+    std::array<unsigned char, 4> magic = bytes<4>();
+    TORCH_CHECK(magic[0] == 0 && magic[1] == 0 && magic[2] == 0x08 && magic[3] == expected_dims, "'", path,
+                "' is not an IDX file of unsigned bytes with ", expected_dims, " dimension(s)");
+    for (int i = 0; i < expected_dims; ++i) {
+      std::array<unsigned char, 4> b = bytes<4>();
+      dims_.push_back((int64_t(b[0]) << 24) | (int64_t(b[1]) << 16) | (int64_t(b[2]) << 8) | int64_t(b[3]));
+    }
+    item_bytes_ = 1;
+    for (size_t i = 1; i < dims_.size(); ++i) item_bytes_ *= dims_[i];
+    if (random_access) copy_to_temporary();
+  }
+  ~IdxFile() {
+    if (file_ != nullptr) gzclose(file_);
+    if (copy_ != nullptr) std::fclose(copy_);
+  }
+  IdxFile(const IdxFile&) = delete;
+  IdxFile& operator=(const IdxFile&) = delete;
+
+  int64_t count() const { return dims_.at(0); }
+  const std::vector<int64_t>& dims() const { return dims_; }
+
+  /// Item `index` into `out` (item_bytes bytes). Without random access the
+  /// indexes must come in file order.
+  void read(int64_t index, unsigned char* out) {
+    TORCH_CHECK(index >= 0 && index < count(), "'", path_, "': no item ", index);
+    if (copy_ != nullptr) {
+      TORCH_CHECK(std::fseek(copy_, static_cast<long>(index * item_bytes_), SEEK_SET) == 0 &&
+                      std::fread(out, 1, item_bytes_, copy_) == static_cast<size_t>(item_bytes_),
+                  "'", path_, "': cannot read item ", index);
+      return;
+    }
+    TORCH_CHECK(index == next_, "'", path_, "': items must be read in order");
+    int got = gzread(file_, out, static_cast<unsigned>(item_bytes_));
+    TORCH_CHECK(got == item_bytes_, "'", path_, "': truncated at item ", index, " of ", count());
+    ++next_;
+  }
+
+ private:
+  template <size_t N>
+  std::array<unsigned char, N> bytes() {
+    std::array<unsigned char, N> b{};
+    TORCH_CHECK(gzread(file_, b.data(), N) == static_cast<int>(N), "'", path_, "' is not an IDX file (too short)");
+    return b;
+  }
+
+  void copy_to_temporary() {
+    copy_ = std::tmpfile();
+    TORCH_CHECK(copy_ != nullptr, "'", path_, "': cannot create a temporary file to shuffle items");
+    std::vector<unsigned char> buffer(static_cast<size_t>(item_bytes_) * 1024);
+    int64_t left = count() * item_bytes_;
+    while (left > 0) {
+      auto want = static_cast<unsigned>(std::min<int64_t>(left, static_cast<int64_t>(buffer.size())));
+      int got = gzread(file_, buffer.data(), want);
+      TORCH_CHECK(got == static_cast<int>(want), "'", path_, "': truncated (", left, " bytes missing)");
+      TORCH_CHECK(std::fwrite(buffer.data(), 1, want, copy_) == want, "'", path_, "': cannot write the temporary copy");
+      left -= want;
+    }
+  }
+
+  std::string path_;
+  gzFile file_ = nullptr;
+  std::FILE* copy_ = nullptr;
+  std::vector<int64_t> dims_;
+  int64_t item_bytes_ = 0;
+  int64_t next_ = 0;
+};
+
+/// `…-images-idx3-ubyte[.gz]` -> `…-labels-idx1-ubyte[.gz]`, if that exists.
+std::string labels_path(const std::string& images) {
+  std::string name = std::filesystem::path(images).filename().string();
+  size_t at = name.find("images-idx3");
+  if (at == std::string::npos) return "";
+  name.replace(at, 11, "labels-idx1");
+  std::filesystem::path labels = std::filesystem::path(images).parent_path() / name;
+  return std::filesystem::exists(labels) ? labels.string() : "";
+}
+
+class IdxSource final : public DataSource {
+ public:
+  IdxSource(const std::string& path, const DataOptions& options)
+      : DataSource(options.batch_size), options_(options), images_(path, 3, options.seed.has_value()) {
+    std::string labels = labels_path(path);
+    if (!labels.empty()) {
+      labels_ = std::make_unique<IdxFile>(labels, 1, options.seed.has_value());
+      TORCH_CHECK(labels_->count() == images_.count(), "'", labels, "' holds ", labels_->count(), " labels for ",
+                  images_.count(), " images in '", path, "'");
+    }
+    order_ = item_order(images_.count(), options.seed);
+    order_.resize(static_cast<size_t>(items_to_read(images_.count(), options)));
+  }
+
+  std::optional<Batch> next() override {
+    if (position_ >= static_cast<int64_t>(order_.size())) return std::nullopt;
+    int64_t n = std::min<int64_t>(batch_size_, static_cast<int64_t>(order_.size()) - position_);
+    int64_t rows = images_.dims()[1], cols = images_.dims()[2];
+    at::Tensor pixels = at::empty({n, 1, rows, cols}, at::kByte);
+    at::Tensor labels = labels_ ? at::empty({n}, at::kByte) : at::Tensor();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t item = order_[position_ + i];
+      images_.read(item, pixels.data_ptr<uint8_t>() + i * rows * cols);
+      if (labels_) labels_->read(item, labels.data_ptr<uint8_t>() + i);
+    }
+    Batch batch;
+    batch.inputs = {normalize(pixels.to(at::kFloat).div_(255.0), options_)};
+    if (labels.defined()) batch.labels = labels.to(at::kLong);
+    batch.first_index = position_;
+    position_ += n;
+    return batch;
+  }
+
+  int64_t num_items() const override { return static_cast<int64_t>(order_.size()); }
+  int64_t num_classes() const override { return labels_ ? 10 : 0; }
+
+ private:
+  DataOptions options_;
+  IdxFile images_;
+  std::unique_ptr<IdxFile> labels_;
+  std::vector<int64_t> order_;
+  int64_t position_ = 0;
+};
+
+}  // namespace
+
+bool is_idx_file(const std::string& path) {
+  std::string name = std::filesystem::path(path).filename().string();
+  return name.find("-idx") != std::string::npos && name.find("-ubyte") != std::string::npos;
+}
+
+std::unique_ptr<DataSource> open_idx(const std::string& path, const DataOptions& options) {
+  return std::make_unique<IdxSource>(path, options);
+}
+
+}  // namespace qfx::data::detail

@@ -1,0 +1,118 @@
+// Image folders: one sub-folder per class, PNG/JPEG files decoded with
+// stb_image, resized (shorter side) and center-cropped, one item at a time.
+
+#include "data_sources.h"
+
+#include "data_common.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_ONLY_PNG
+#define STBI_ONLY_JPEG
+#define STBI_FAILURE_USERMSG
+#include <stb/stb_image.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <memory>
+
+namespace qfx::data::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_image(const fs::path& file) {
+  std::string ext = file.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
+}
+
+std::vector<fs::path> sorted_entries(const fs::path& dir, bool directories) {
+  std::vector<fs::path> out;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (directories ? entry.is_directory() : (entry.is_regular_file() && is_image(entry.path()))) {
+      out.push_back(entry.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// `[3, crop, crop]` floats in [0, 1]: decoded as RGB, shorter side resized
+/// to `resize` (bilinear), center-cropped.
+at::Tensor load_image(const fs::path& file, int64_t index, const DataOptions& options) {
+  int width = 0, height = 0, channels = 0;
+  std::unique_ptr<unsigned char, void (*)(void*)> pixels(stbi_load(file.c_str(), &width, &height, &channels, 3),
+                                                          stbi_image_free);
+  TORCH_CHECK(pixels != nullptr, "data item ", index, ": cannot decode image '", file.string(), "': ",
+              stbi_failure_reason());
+  at::Tensor image = at::from_blob(pixels.get(), {height, width, 3}, at::kByte)
+                         .permute({2, 0, 1}).unsqueeze(0).to(at::kFloat).div_(255.0);
+  double scale = static_cast<double>(options.resize_size) / std::min(width, height);
+  int64_t h = std::max<int64_t>(options.crop_size, std::llround(height * scale));
+  int64_t w = std::max<int64_t>(options.crop_size, std::llround(width * scale));
+  image = at::upsample_bilinear2d(image, {h, w}, /*align_corners=*/false);
+  int64_t top = (h - options.crop_size) / 2, left = (w - options.crop_size) / 2;
+  return image.slice(2, top, top + options.crop_size).slice(3, left, left + options.crop_size).squeeze(0);
+}
+
+class ImageFolderSource final : public DataSource {
+ public:
+  ImageFolderSource(const std::string& path, const DataOptions& options)
+      : DataSource(options.batch_size), options_(options) {
+    std::vector<fs::path> classes = sorted_entries(path, /*directories=*/true);
+    TORCH_CHECK(!classes.empty(), "data folder '", path, "' has no class sub-folders");
+    for (size_t label = 0; label < classes.size(); ++label) {
+      for (const fs::path& file : sorted_entries(classes[label], /*directories=*/false)) {
+        items_.push_back({file, static_cast<int64_t>(label)});
+      }
+    }
+    TORCH_CHECK(!items_.empty(), "data folder '", path, "' holds no PNG or JPEG images");
+    num_classes_ = static_cast<int64_t>(classes.size());
+    order_ = item_order(static_cast<int64_t>(items_.size()), options.seed);
+    order_.resize(static_cast<size_t>(items_to_read(static_cast<int64_t>(items_.size()), options)));
+  }
+
+  std::optional<Batch> next() override {
+    if (position_ >= static_cast<int64_t>(order_.size())) return std::nullopt;
+    int64_t n = std::min<int64_t>(batch_size_, static_cast<int64_t>(order_.size()) - position_);
+    std::vector<at::Tensor> images;
+    at::Tensor labels = at::empty({n}, at::kLong);
+    for (int64_t i = 0; i < n; ++i) {
+      const Item& item = items_[order_[position_ + i]];
+      images.push_back(load_image(item.file, position_ + i, options_));
+      labels[i] = item.label;
+    }
+    Batch batch;
+    batch.inputs = {normalize(at::stack(images), options_)};
+    batch.labels = labels;
+    batch.first_index = position_;
+    position_ += n;
+    return batch;
+  }
+
+  int64_t num_items() const override { return static_cast<int64_t>(order_.size()); }
+  int64_t num_classes() const override { return num_classes_; }
+
+ private:
+  struct Item {
+    fs::path file;
+    int64_t label;
+  };
+  DataOptions options_;
+  std::vector<Item> items_;
+  std::vector<int64_t> order_;
+  int64_t num_classes_ = 0;
+  int64_t position_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DataSource> open_image_folder(const std::string& path, const DataOptions& options) {
+  return std::make_unique<ImageFolderSource>(path, options);
+}
+
+}  // namespace qfx::data::detail

@@ -1,0 +1,72 @@
+// `torch.save` files: one tensor (items along dim 0) or a list of batches.
+// The format is read whole.
+
+#include "data_sources.h"
+
+#include "data_common.h"
+
+#include "qfx/io/tensor_io.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+namespace qfx::data::detail {
+namespace {
+
+class TensorSource final : public DataSource {
+ public:
+  TensorSource(const std::string& path, const DataOptions& options) : DataSource(options.batch_size), path_(path) {
+    c10::IValue data = io::load_value(path);
+    if (data.isTensor()) {
+      at::Tensor all = data.toTensor();
+      TORCH_CHECK(all.dim() > 0, "data '", path, "': a 0-dim tensor has no items");
+      std::vector<int64_t> order = item_order(all.size(0), options.seed);
+      order.resize(static_cast<size_t>(items_to_read(all.size(0), options)));
+      all = all.index_select(0, at::tensor(order, at::kLong));
+      for (const at::Tensor& b : all.split(options.batch_size)) batches_.push_back({b});
+      items_ = all.size(0);
+      return;
+    }
+    TORCH_CHECK(data.isList() || data.isTuple(), "data '", path,
+                "' must hold a tensor or a list of batches, not a ", data.tagKind());
+    auto items = data.isList() ? data.toListRef().vec() : data.toTupleRef().elements().vec();
+    std::vector<int64_t> order = item_order(static_cast<int64_t>(items.size()), options.seed);
+    if (options.max_batches > 0 && static_cast<int64_t>(order.size()) > options.max_batches) {
+      order.resize(static_cast<size_t>(options.max_batches));
+    }
+    for (int64_t i : order) {
+      batches_.push_back(io::as_inputs(items[i], "data '" + path + "' item " + std::to_string(i)));
+      const c10::IValue& first = batches_.back().at(0);
+      items_ += first.isTensor() && first.toTensor().dim() > 0 ? first.toTensor().size(0) : 1;
+    }
+  }
+
+  std::optional<Batch> next() override {
+    if (next_ >= batches_.size()) return std::nullopt;
+    Batch batch;
+    batch.inputs = std::move(batches_[next_]);
+    batch.first_index = first_index_;
+    const c10::IValue& first = batch.inputs.at(0);
+    first_index_ += first.isTensor() && first.toTensor().dim() > 0 ? first.toTensor().size(0) : 1;
+    ++next_;
+    return batch;
+  }
+
+  int64_t num_items() const override { return items_; }
+  int64_t num_batches() const override { return static_cast<int64_t>(batches_.size()); }
+
+ private:
+  std::string path_;
+  std::vector<std::vector<c10::IValue>> batches_;
+  int64_t items_ = 0;
+  size_t next_ = 0;
+  int64_t first_index_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DataSource> open_tensor_file(const std::string& path, const DataOptions& options) {
+  return std::make_unique<TensorSource>(path, options);
+}
+
+}  // namespace qfx::data::detail

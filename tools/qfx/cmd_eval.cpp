@@ -1,0 +1,155 @@
+// `qfx eval MODEL.pt --data DATA`: top-1 (and top-5) accuracy and latency of
+// a classifier on labelled data, run by torch::jit (as deployed) or by the
+// qfx interpreter.
+
+#include "commands.h"
+#include "data_args.h"
+#include "progress.h"
+
+#include "qfx/data/data_source.h"
+#include "qfx/io/tensor_io.h"
+#include "qfx/io/torchscript_import.h"
+#include "qfx/ir/interpreter.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <c10/core/InferenceMode.h>
+#include <nlohmann/json.hpp>
+#include <torch/script.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+
+namespace qfx::cli {
+namespace {
+
+struct Options {
+  std::string model, data, engine = "onednn", json;
+  int64_t max_batches = 0;
+  bool interpreter = false, quiet = false;
+  DataArgs data_args;
+};
+
+using Forward = std::function<c10::IValue(std::vector<c10::IValue>&)>;
+
+Forward load_model(const Options& o, std::shared_ptr<void>& keep) {
+  if (o.interpreter) {
+    auto gm = std::shared_ptr<ir::GraphModule>(io::import_torchscript(o.model));
+    auto interpreter = std::make_shared<ir::Interpreter>(*gm);
+    keep = std::make_shared<std::pair<std::shared_ptr<ir::GraphModule>, std::shared_ptr<ir::Interpreter>>>(gm, interpreter);
+    return [interpreter](std::vector<c10::IValue>& in) { return interpreter->run(in); };
+  }
+  TORCH_CHECK(std::ifstream(o.model).good(), "cannot open model file '", o.model, "'");
+  auto module = std::make_shared<torch::jit::Module>();
+  try {
+    *module = torch::jit::load(o.model);
+  } catch (const c10::Error& e) {
+    std::string cause = e.what_without_backtrace();
+    TORCH_CHECK(false, "'", o.model, "' is not a TorchScript archive: ", cause.substr(0, cause.find('\n')));
+  }
+  module->eval();
+  keep = module;
+  return [module](std::vector<c10::IValue>& in) { return module->forward(in); };
+}
+
+struct Tally {
+  int64_t items = 0, top1 = 0, top5 = 0, timed_items = 0;
+  double timed_seconds = 0;
+  int64_t classes = 0;
+};
+
+/// Counts the batch's correct predictions; c10::Error for outputs that are not `[batch, classes]` logits.
+void count(const at::Tensor& logits, const data::Batch& batch, Tally& t) {
+  int64_t n = batch.labels.size(0);
+  TORCH_CHECK(logits.dim() == 2 && logits.size(0) == n, "the model's output has shape ", logits.sizes(),
+              "; qfx eval needs [batch, classes] scores");
+  t.classes = logits.size(1);
+  int64_t max_label = batch.labels.max().item<int64_t>();
+  TORCH_CHECK(max_label < t.classes, "data item ", batch.first_index, "..", batch.first_index + n - 1, ": label ",
+              max_label, " is out of the model's ", t.classes, " classes");
+  // top-1 by argmax (the first of tied scores, as PyTorch's argmax; a
+  // quantized model's dequantized scores tie often, and topk orders ties freely)
+  t.top1 += logits.argmax(1).eq(batch.labels).sum().item<int64_t>();
+  at::Tensor top = std::get<1>(logits.topk(std::min<int64_t>(5, t.classes), 1));
+  t.top5 += top.eq(batch.labels.unsqueeze(1)).any(1).sum().item<int64_t>();
+  t.items += n;
+}
+
+void report(const Options& o, const Tally& t, int64_t batch_size) {
+  double ms = t.timed_items > 0 ? 1000.0 * t.timed_seconds / t.timed_items : 0;
+  char line[200];
+  std::snprintf(line, sizeof(line), "top-1 %.2f%% (%lld/%lld)", 100.0 * t.top1 / t.items,
+                static_cast<long long>(t.top1), static_cast<long long>(t.items));
+  std::cout << line;
+  if (t.classes > 5) {
+    std::snprintf(line, sizeof(line), "  top-5 %.2f%%", 100.0 * t.top5 / t.items);
+    std::cout << line;
+  }
+  std::snprintf(line, sizeof(line), "\nlatency %.4f ms/image at batch %lld (%.0f images/s)\n", ms,
+                static_cast<long long>(batch_size), ms > 0 ? 1000.0 / ms : 0.0);
+  std::cout << line;
+  if (o.json.empty()) return;
+  nlohmann::json j = {{"model", o.model}, {"data", o.data}, {"items", t.items}, {"top1", double(t.top1) / t.items},
+                      {"latency_ms_per_image", ms}, {"batch_size", batch_size}, {"classes", t.classes}};
+  if (t.classes > 5) j["top5"] = double(t.top5) / t.items;
+  io::write_file_atomically(o.json, j.dump(1) + "\n");
+}
+
+void run(const Options& o) {
+  c10::InferenceMode no_autograd;
+  TORCH_CHECK(o.engine == "onednn" || o.engine == "qnnpack", "--engine must be onednn or qnnpack, got '", o.engine, "'");
+  at::globalContext().setQEngine(o.engine == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
+  data::DataOptions options = o.data_args.resolved();
+  options.max_batches = o.max_batches;
+  auto source = data::open_data(o.data, options);
+  TORCH_CHECK(source->num_classes() > 0, "data '", o.data,
+              "' has no labels; qfx eval needs labelled data (IDX images with their labels file, or an image folder)");
+  std::shared_ptr<void> keep;
+  Forward forward = load_model(o, keep);
+  Tally tally;
+  Progress progress("eval", source->num_batches(), o.quiet);
+  int64_t batches = 0;
+  while (auto batch = source->next()) {
+    auto start = std::chrono::steady_clock::now();
+    c10::IValue out;
+    try {
+      out = forward(batch->inputs);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, "data '", o.data, "' batch ", batches, ": ", e.what_without_backtrace());
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (batches > 0 || source->num_batches() == 1) {  // the first batch warms up
+      tally.timed_seconds += seconds;
+      tally.timed_items += batch->labels.size(0);
+    }
+    TORCH_CHECK(out.isTensor(), "the model returns a ", out.tagKind(), "; qfx eval needs one tensor of scores");
+    at::Tensor logits = out.toTensor();
+    count(logits.is_quantized() ? logits.dequantize() : logits, *batch, tally);
+    progress.update(++batches, tally.items);
+  }
+  progress.finish();
+  report(o, tally, options.batch_size);
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<Options>();
+  o->data_args.options.batch_size = 64;
+  CLI::App* cmd = app.add_subcommand("eval", "Top-1/top-5 accuracy and latency of a classifier on labelled data");
+  cmd->add_option("model", o->model, "TorchScript model file (.pt): float, or int8 from qfx quantize")->required();
+  cmd->add_option("--data", o->data, "IDX images file (labels next to it), image folder (one sub-folder per class)")
+      ->required();
+  add_data_options(*cmd, o->data_args, "images per batch (default: 64)");
+  cmd->add_option("--limit-batches", o->max_batches, "evaluate at most this many batches (default: all)");
+  cmd->add_option("--engine", o->engine, "quantized engine: onednn (default) or qnnpack");
+  cmd->add_flag("--interpreter", o->interpreter, "run the model in the qfx interpreter instead of torch::jit");
+  cmd->add_option("--json", o->json, "also write the results as JSON");
+  cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");
+  cmd->callback([o, &action] { action = [o] { run(*o); }; });
+}
+
+}  // namespace qfx::cli

@@ -1,0 +1,23 @@
+// The CLI's data options.
+
+#include "data_args.h"
+
+namespace qfx::cli {
+
+data::DataOptions DataArgs::resolved() const {
+  data::DataOptions out = options;
+  if (seed >= 0) out.seed = static_cast<uint64_t>(seed);
+  return out;
+}
+
+void add_data_options(CLI::App& cmd, DataArgs& args, const std::string& batch_help) {
+  cmd.add_option("--batch-size", args.options.batch_size, batch_help);
+  cmd.add_option("--mean", args.options.mean, "per-channel mean subtracted after scaling pixels to [0, 1]")
+      ->delimiter(',');
+  cmd.add_option("--std", args.options.std, "per-channel std divided by after subtracting the mean")->delimiter(',');
+  cmd.add_option("--seed", args.seed, "shuffle the items with this seed (default: file order)");
+  cmd.add_option("--resize", args.options.resize_size, "image folders: shorter side after resizing (default: 256)");
+  cmd.add_option("--crop", args.options.crop_size, "image folders: center crop size (default: 224)");
+}
+
+}  // namespace qfx::cli
