@@ -21,7 +21,7 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 demo: build
-	./examples/demo/run.sh $(BUILD_DIR)/bin/qfx
+	./examples/demo/run.sh $(BUILD_DIR)/bin/qfx $(BUILD_DIR)/demo
 
 clean:
 	rm -rf $(BUILD_DIR)
