@@ -3,6 +3,7 @@
 #include "qfx/quantize.h"
 
 #include "qfx/backend/builtin_backends.h"
+#include "qfx/ir/module_registry.h"
 #include "qfx/nn/opaque_modules.h"
 #include "qfx/passes/pass_manager.h"
 
@@ -49,6 +50,24 @@ void check_kept_whole(const ir::GraphModule& model, const PrepareCustomConfig& c
 }
 
 }  // namespace
+
+io::ImportOptions import_options(const PrepareCustomConfig& config) {
+  io::ImportOptions options;
+  for (const auto& entry : config.standalone_module_names) options.nested_module_names.push_back(entry.first);
+  for (const auto& entry : config.standalone_module_classes) options.nested_module_classes.push_back(entry.first);
+  options.script_module_names = config.non_traceable_module_names;
+  options.script_module_classes = config.non_traceable_module_classes;
+  for (const auto& [quant_type, classes] : config.float_to_observed_custom_module_classes) {
+    for (const auto& entry : classes) {
+      // a registered module kind (torch.nn.LSTM) is imported as such anyway
+      if (ir::ModuleRegistry::instance().find(entry.first) == nullptr) {
+        options.script_module_classes.push_back(entry.first);
+      }
+    }
+  }
+  options.preserved_attributes = config.preserved_attributes;
+  return options;
+}
 
 void fuse_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
              const FuseCustomConfig& fuse_custom_config) {

@@ -8,7 +8,7 @@
 // linear layers), trained with Adam on the 60,000 training images in a
 // seeded order, and evaluated on the 10,000 test images after each epoch.
 
-#include "qfx/data/data_source.h"
+#include "qfx/io/data_source.h"
 #include "qfx/io/torchscript_export.h"
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/interpreter.h"
@@ -45,8 +45,8 @@ std::unique_ptr<qfx::ir::GraphModule> make_model() {
   return gm;
 }
 
-qfx::data::DataOptions data_options(int64_t batch_size, std::optional<uint64_t> seed) {
-  qfx::data::DataOptions options;
+qfx::io::DataOptions data_options(int64_t batch_size, std::optional<uint64_t> seed) {
+  qfx::io::DataOptions options;
   options.batch_size = batch_size;
   options.mean = {kMean};
   options.std = {kStd};
@@ -58,7 +58,7 @@ double accuracy(qfx::ir::GraphModule& gm, const std::string& images) {
   torch::NoGradGuard no_grad;
   gm.root().eval();
   qfx::ir::Interpreter interpreter(gm);
-  auto data = qfx::data::open_data(images, data_options(500, std::nullopt));
+  auto data = qfx::io::open_data(images, data_options(500, std::nullopt));
   int64_t correct = 0, total = 0;
   while (auto batch = data->next()) {
     at::Tensor logits = interpreter.run(batch->inputs).toTensor();
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
       auto start = std::chrono::steady_clock::now();
       gm->root().train();
       qfx::ir::Interpreter interpreter(*gm);
-      auto data = qfx::data::open_data(dir + "/train-images-idx3-ubyte.gz", data_options(64, epoch));
+      auto data = qfx::io::open_data(dir + "/train-images-idx3-ubyte.gz", data_options(64, epoch));
       double loss_sum = 0;
       int64_t batches = 0;
       while (auto batch = data->next()) {

@@ -13,11 +13,17 @@
 /// \endcode
 
 #include "qfx/backend/backend_config.h"
-#include "qfx/custom_config.h"
+#include "qfx/io/torchscript_import.h"
 #include "qfx/ir/graph_module.h"
+#include "qfx/passes/custom_config.h"
 #include "qfx/quant/qconfig_mapping.h"
 
 namespace qfx {
+
+/// What the importer must keep whole for `config`: standalone modules as
+/// nested GraphModules, non-traceable and float custom module classes as
+/// TorchScript, and the preserved root attributes.
+io::ImportOptions import_options(const PrepareCustomConfig& config);
 
 /// `fuse_fx`: fuses the backend's fusion patterns (conv-bn-relu, linear-relu, ...).
 void fuse_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,

@@ -3,7 +3,7 @@
 // a module is swapped for (PyTorch's get_swapped_custom_module_class).
 // Internal to the passes.
 
-#include "qfx/custom_config.h"
+#include "qfx/passes/custom_config.h"
 #include "qfx/ir/graph_module.h"
 #include "qfx/nn/custom_modules.h"
 #include "qfx/quant/qconfig.h"

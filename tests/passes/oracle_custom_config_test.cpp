@@ -13,7 +13,7 @@
 #include "support/graph_rows.h"
 
 #include "qfx/backend/builtin_backends.h"
-#include "qfx/custom_config_json.h"
+#include "qfx/passes/custom_config_json.h"
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"

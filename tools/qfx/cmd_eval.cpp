@@ -6,7 +6,7 @@
 #include "data_args.h"
 #include "progress.h"
 
-#include "qfx/data/data_source.h"
+#include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
@@ -62,7 +62,7 @@ struct Tally {
 };
 
 /// Counts the batch's correct predictions; c10::Error for outputs that are not `[batch, classes]` logits.
-void count(const at::Tensor& logits, const data::Batch& batch, Tally& t) {
+void count(const at::Tensor& logits, const io::Batch& batch, Tally& t) {
   int64_t n = batch.labels.size(0);
   TORCH_CHECK(logits.dim() == 2 && logits.size(0) == n, "the model's output has shape ", logits.sizes(),
               "; qfx eval needs [batch, classes] scores");
@@ -102,9 +102,9 @@ void run(const Options& o) {
   c10::InferenceMode no_autograd;
   TORCH_CHECK(o.engine == "onednn" || o.engine == "qnnpack", "--engine must be onednn or qnnpack, got '", o.engine, "'");
   at::globalContext().setQEngine(o.engine == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
-  data::DataOptions options = o.data_args.resolved();
+  io::DataOptions options = o.data_args.resolved();
   options.max_batches = o.max_batches;
-  auto source = data::open_data(o.data, options);
+  auto source = io::open_data(o.data, options);
   TORCH_CHECK(source->num_classes() > 0, "data '", o.data,
               "' has no labels; qfx eval needs labelled data (IDX images with their labels file, or an image folder)");
   std::shared_ptr<void> keep;

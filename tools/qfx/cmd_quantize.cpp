@@ -7,8 +7,8 @@
 #include "data_args.h"
 #include "progress.h"
 
-#include "qfx/custom_config_json.h"
-#include "qfx/data/data_source.h"
+#include "qfx/passes/custom_config_json.h"
+#include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
@@ -59,11 +59,11 @@ void check_finite(const std::vector<c10::IValue>& batch, const Options& o, int64
 
 /// Runs the prepared model on the calibration data, batch by batch.
 void calibrate(ir::GraphModule& gm, const Options& o) {
-  data::DataOptions options = o.data_args.resolved();
+  io::DataOptions options = o.data_args.resolved();
   options.max_batches = o.calib_batches;
-  std::unique_ptr<data::DataSource> source;
+  std::unique_ptr<io::DataSource> source;
   try {
-    source = data::open_data(o.calib, options);
+    source = io::open_data(o.calib, options);
   } catch (const c10::Error& e) {
     TORCH_CHECK(false, "calibration data: ", e.what_without_backtrace());
   }

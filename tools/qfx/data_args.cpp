@@ -4,8 +4,8 @@
 
 namespace qfx::cli {
 
-data::DataOptions DataArgs::resolved() const {
-  data::DataOptions out = options;
+io::DataOptions DataArgs::resolved() const {
+  io::DataOptions out = options;
   if (seed >= 0) out.seed = static_cast<uint64_t>(seed);
   return out;
 }

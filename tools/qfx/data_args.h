@@ -2,17 +2,17 @@
 // The CLI's data options (--batch-size, --mean, --std, --seed, --resize,
 // --crop) shared by `qfx quantize --calib` and `qfx eval --data`.
 
-#include "qfx/data/data_source.h"
+#include "qfx/io/data_source.h"
 
 #include <CLI/CLI.hpp>
 
 namespace qfx::cli {
 
 struct DataArgs {
-  data::DataOptions options;
+  io::DataOptions options;
   int64_t seed = -1;  // -1: file order
   /// The options with the seed applied.
-  data::DataOptions resolved() const;
+  io::DataOptions resolved() const;
 };
 
 /// Adds the data options to `cmd`; `batch_help` describes --batch-size.

@@ -6,7 +6,7 @@
 /// one-line summary; PassManager (pass_manager.h) runs a pipeline of them.
 
 #include "qfx/backend/backend_config.h"
-#include "qfx/custom_config.h"
+#include "qfx/passes/custom_config.h"
 #include "qfx/quant/qconfig_mapping.h"
 
 #include <cstdint>

@@ -18,7 +18,7 @@
 /// `preserved_attributes`; FuseCustomConfig: `preserved_attributes`.
 /// Unknown keys are errors naming their JSON path.
 
-#include "qfx/custom_config.h"
+#include "qfx/passes/custom_config.h"
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -4,7 +4,7 @@
 
 #include "support/fixtures.h"
 
-#include "qfx/data/data_source.h"
+#include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
 
 #include <ATen/ATen.h>
@@ -56,21 +56,21 @@ std::string write_idx(const std::string& stem, bool gzipped) {
   return images_path;
 }
 
-std::vector<data::Batch> all_batches(data::DataSource& source) {
-  std::vector<data::Batch> out;
+std::vector<io::Batch> all_batches(io::DataSource& source) {
+  std::vector<io::Batch> out;
   while (auto b = source.next()) out.push_back(std::move(*b));
   return out;
 }
 
 TEST(DataSource, IdxFilesPlainAndGzipped) {
   for (bool gzipped : {false, true}) {
-    data::DataOptions options;
+    io::DataOptions options;
     options.batch_size = 2;
-    auto source = data::open_data(write_idx(gzipped ? "gz" : "plain", gzipped), options);
+    auto source = io::open_data(write_idx(gzipped ? "gz" : "plain", gzipped), options);
     EXPECT_EQ(source->num_items(), 5);
     EXPECT_EQ(source->num_batches(), 3);
     EXPECT_EQ(source->num_classes(), 10);
-    std::vector<data::Batch> batches = all_batches(*source);
+    std::vector<io::Batch> batches = all_batches(*source);
     ASSERT_EQ(batches.size(), 3u);
     EXPECT_EQ(batches[2].inputs[0].toTensor().sizes(), (std::vector<int64_t>{1, 1, 2, 3}));
     at::Tensor first = batches[0].inputs[0].toTensor();
@@ -83,18 +83,18 @@ TEST(DataSource, IdxFilesPlainAndGzipped) {
 
 TEST(DataSource, NormalizesShufflesAndLimits) {
   std::string path = write_idx("norm", true);
-  data::DataOptions options;
+  io::DataOptions options;
   options.batch_size = 5;
   options.mean = {0.5};
   options.std = {0.25};
-  at::Tensor x = data::open_data(path, options)->next()->inputs[0].toTensor();
+  at::Tensor x = io::open_data(path, options)->next()->inputs[0].toTensor();
   EXPECT_FLOAT_EQ(x[0][0][0][0].item<float>(), (0.0f - 0.5f) / 0.25f);
   EXPECT_FLOAT_EQ(x[4][0][1][2].item<float>(), (45.0f / 255.0f - 0.5f) / 0.25f);
 
   options.mean.clear();
   options.std.clear();
   options.seed = 7;
-  auto labels_of = [&] { return data::open_data(path, options)->next()->labels; };
+  auto labels_of = [&] { return io::open_data(path, options)->next()->labels; };
   at::Tensor shuffled = labels_of();
   EXPECT_TRUE(shuffled.equal(labels_of())) << "same seed, same order";
   EXPECT_TRUE(std::get<0>(shuffled.sort()).equal(at::arange(5, at::kLong))) << "a permutation";
@@ -103,7 +103,7 @@ TEST(DataSource, NormalizesShufflesAndLimits) {
   options.seed.reset();
   options.batch_size = 2;
   options.max_batches = 2;
-  auto limited = data::open_data(path, options);
+  auto limited = io::open_data(path, options);
   EXPECT_EQ(limited->num_items(), 4);
   EXPECT_EQ(all_batches(*limited).size(), 2u);
 }
@@ -113,20 +113,20 @@ TEST(DataSource, BadFilesAreErrorsNamingThem) {
   std::vector<unsigned char> bytes = big_endian({0x803, 5, 2, 3});
   bytes.resize(bytes.size() + 8);  // one and a bit of 5 images
   std::ofstream(truncated, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  data::DataOptions options;
+  io::DataOptions options;
   options.batch_size = 4;
-  std::string error = test::error_of([&] { data::open_data(truncated, options)->next(); });
+  std::string error = test::error_of([&] { io::open_data(truncated, options)->next(); });
   EXPECT_NE(error.find("trunc-images-idx3-ubyte': truncated at item 1 of 5"), std::string::npos) << error;
 
   std::string not_idx = temp_path("bad-images-idx3-ubyte");
   std::ofstream(not_idx) << "hello world, no IDX here";
-  error = test::error_of([&] { data::open_data(not_idx, options); });
+  error = test::error_of([&] { io::open_data(not_idx, options); });
   EXPECT_NE(error.find("is not an IDX file"), std::string::npos) << error;
 
-  error = test::error_of([&] { data::open_data(temp_path("missing.pt"), options); });
+  error = test::error_of([&] { io::open_data(temp_path("missing.pt"), options); });
   EXPECT_NE(error.find("missing.pt' does not exist"), std::string::npos) << error;
   options.batch_size = 0;
-  error = test::error_of([&] { data::open_data(truncated, options); });
+  error = test::error_of([&] { io::open_data(truncated, options); });
   EXPECT_NE(error.find("batch size must be positive"), std::string::npos) << error;
 }
 
@@ -139,13 +139,13 @@ TEST(DataSource, ImageFoldersResizeCropAndLabel) {
   for (size_t i = 2; i < blue.size(); i += 3) blue[i] = 100;
   stbi_write_png((root / "cat" / "a.png").c_str(), 40, 20, 3, red.data(), 40 * 3);
   stbi_write_png((root / "dog" / "b.png").c_str(), 30, 30, 3, blue.data(), 30 * 3);
-  data::DataOptions options;
+  io::DataOptions options;
   options.batch_size = 4;
   options.resize_size = 12;
   options.crop_size = 10;
-  auto source = data::open_data(root.string(), options);
+  auto source = io::open_data(root.string(), options);
   EXPECT_EQ(source->num_classes(), 2);
-  data::Batch batch = *source->next();
+  io::Batch batch = *source->next();
   at::Tensor x = batch.inputs[0].toTensor();
   EXPECT_EQ(x.sizes(), (std::vector<int64_t>{2, 3, 10, 10}));
   EXPECT_TRUE(batch.labels.equal(at::tensor({0, 1}, at::kLong)));
@@ -154,7 +154,7 @@ TEST(DataSource, ImageFoldersResizeCropAndLabel) {
   EXPECT_EQ(x[0][1].abs().max().item<double>(), 0.0);
 
   std::ofstream(root / "dog" / "c.png") << "not a png";
-  std::string error = test::error_of([&] { all_batches(*data::open_data(root.string(), options)); });
+  std::string error = test::error_of([&] { all_batches(*io::open_data(root.string(), options)); });
   EXPECT_NE(error.find("data item 2: cannot decode image '"), std::string::npos) << error;
   EXPECT_NE(error.find("c.png"), std::string::npos) << error;
 }
@@ -162,23 +162,23 @@ TEST(DataSource, ImageFoldersResizeCropAndLabel) {
 TEST(DataSource, TensorFiles) {
   std::string path = temp_path("items.pt");
   io::save_value(at::arange(30, at::kFloat).reshape({10, 3}), path);
-  data::DataOptions options;
+  io::DataOptions options;
   options.batch_size = 4;
-  auto source = data::open_data(path, options);
+  auto source = io::open_data(path, options);
   EXPECT_EQ(source->num_items(), 10);
   EXPECT_EQ(source->num_batches(), 3);
-  std::vector<data::Batch> batches = all_batches(*source);
+  std::vector<io::Batch> batches = all_batches(*source);
   EXPECT_EQ(batches[2].inputs[0].toTensor().size(0), 2);
   EXPECT_FALSE(batches[0].labels.defined());
 }
 
 TEST(OracleData, FashionMnistAsPythonReadsIt) {
   nlohmann::json record = test::fixture_json("fashion_mnist.json");
-  data::DataOptions options;
+  io::DataOptions options;
   options.batch_size = 16;
-  auto source = data::open_data(record["images"], options);
+  auto source = io::open_data(record["images"], options);
   EXPECT_EQ(source->num_items(), record["count"].get<int64_t>());
-  data::Batch batch = *source->next();
+  io::Batch batch = *source->next();
   EXPECT_TRUE(batch.labels.equal(at::tensor(record["labels"].get<std::vector<int64_t>>(), at::kLong)));
   at::Tensor bytes = batch.inputs[0].toTensor().mul(255.0).round().to(at::kLong);
   for (int i = 0; i < 4; ++i) {

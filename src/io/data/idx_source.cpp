@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 
-namespace qfx::data::detail {
+namespace qfx::io::detail {
 namespace {
 
 /// One IDX file: header, then items of `item_bytes` unsigned bytes.
@@ -155,4 +155,4 @@ std::unique_ptr<DataSource> open_idx(const std::string& path, const DataOptions&
   return std::make_unique<IdxSource>(path, options);
 }
 
-}  // namespace qfx::data::detail
+}  // namespace qfx::io::detail

@@ -20,11 +20,11 @@
 /// item's index).
 ///
 /// \code
-///   qfx::data::DataOptions options;
+///   qfx::io::DataOptions options;
 ///   options.batch_size = 32;
 ///   options.mean = {0.2860};
 ///   options.std = {0.3530};
-///   auto data = qfx::data::open_data("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz", options);
+///   auto data = qfx::io::open_data("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz", options);
 ///   while (auto batch = data->next()) model.forward(batch->inputs);
 /// \endcode
 
@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-namespace qfx::data {
+namespace qfx::io {
 
 /// One batch of items.
 struct Batch {
@@ -82,4 +82,4 @@ class DataSource {
 /// options are invalid.
 std::unique_ptr<DataSource> open_data(const std::string& path, const DataOptions& options);
 
-}  // namespace qfx::data
+}  // namespace qfx::io

@@ -1,7 +1,7 @@
 #pragma once
 // What the data sources share: option checks, item order, normalization.
 
-#include "qfx/data/data_source.h"
+#include "qfx/io/data_source.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace qfx::data::detail {
+namespace qfx::io::detail {
 
 /// c10::Error naming `path` for invalid options (batch size, mean/std).
 void check_options(const DataOptions& options, const std::string& path);
@@ -25,4 +25,4 @@ std::vector<int64_t> item_order(int64_t n, const std::optional<uint64_t>& seed);
 /// `(x - mean[c]) / std[c]` over dim 1 of `[B, C, ...]` (one value: all channels).
 at::Tensor normalize(const at::Tensor& x, const DataOptions& options);
 
-}  // namespace qfx::data::detail
+}  // namespace qfx::io::detail

@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-namespace qfx::data {
+namespace qfx::io {
 
 std::unique_ptr<DataSource> open_data(const std::string& path, const DataOptions& options) {
   detail::check_options(options, path);
@@ -18,4 +18,4 @@ std::unique_ptr<DataSource> open_data(const std::string& path, const DataOptions
   return detail::open_tensor_file(path, options);
 }
 
-}  // namespace qfx::data
+}  // namespace qfx::io

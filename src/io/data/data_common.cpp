@@ -8,7 +8,7 @@
 #include <numeric>
 #include <random>
 
-namespace qfx::data {
+namespace qfx::io {
 
 int64_t DataSource::num_batches() const { return (num_items() + batch_size_ - 1) / batch_size_; }
 
@@ -54,4 +54,4 @@ at::Tensor normalize(const at::Tensor& x, const DataOptions& options) {
 }
 
 }  // namespace detail
-}  // namespace qfx::data
+}  // namespace qfx::io

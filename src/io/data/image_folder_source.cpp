@@ -19,7 +19,7 @@
 #include <filesystem>
 #include <memory>
 
-namespace qfx::data::detail {
+namespace qfx::io::detail {
 namespace {
 
 namespace fs = std::filesystem;
@@ -115,4 +115,4 @@ std::unique_ptr<DataSource> open_image_folder(const std::string& path, const Dat
   return std::make_unique<ImageFolderSource>(path, options);
 }
 
-}  // namespace qfx::data::detail
+}  // namespace qfx::io::detail

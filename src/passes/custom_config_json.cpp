@@ -1,6 +1,6 @@
 // The custom configs from JSON (PyTorch's to_dict() keys).
 
-#include "qfx/custom_config_json.h"
+#include "qfx/passes/custom_config_json.h"
 
 #include "qfx/backend/backend_json.h"
 #include "qfx/backend/builtin_backends.h"

@@ -10,7 +10,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-namespace qfx::data::detail {
+namespace qfx::io::detail {
 namespace {
 
 class TensorSource final : public DataSource {
@@ -69,4 +69,4 @@ std::unique_ptr<DataSource> open_tensor_file(const std::string& path, const Data
   return std::make_unique<TensorSource>(path, options);
 }
 
-}  // namespace qfx::data::detail
+}  // namespace qfx::io::detail

@@ -1,11 +1,11 @@
 #pragma once
 /// \file
 /// The custom configs of `prepare_fx`, `convert_fx` and `fuse_fx`
-/// (PyTorch's torch.ao.quantization.fx.custom_config). Classes are named by
+/// (PyTorch's torch.ao.quantization.fx.custom_config), read by the passes. Classes are named by
 /// their Python qualified name (`models.Block`) or bare class name (`Block`).
 ///
 /// Modules the importer would inline (user classes) are kept whole only when
-/// the model is imported with import_options(config): pass the same config
+/// the model is imported with qfx::import_options(config) (quantize.h): pass the same config
 /// to io::import_torchscript and to prepare_fx.
 ///
 /// \code
@@ -17,7 +17,6 @@
 /// \endcode
 
 #include "qfx/backend/backend_config.h"
-#include "qfx/io/torchscript_import.h"
 #include "qfx/quant/qconfig_mapping.h"
 
 #include <cstdint>
@@ -79,10 +78,5 @@ struct FuseCustomConfig {
   /// Root attributes kept on the model.
   std::vector<std::string> preserved_attributes;
 };
-
-/// What the importer must keep whole for `config`: standalone modules as
-/// nested GraphModules, non-traceable and float custom module classes as
-/// TorchScript, and the preserved root attributes.
-io::ImportOptions import_options(const PrepareCustomConfig& config);
 
 }  // namespace qfx
