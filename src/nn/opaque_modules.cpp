@@ -13,12 +13,16 @@ namespace qfx::nn {
 ScriptModuleImpl::ScriptModuleImpl(const torch::jit::Module& module, std::string python_class)
     : torch::nn::Module(python_class.substr(python_class.rfind('.') + 1)),
       module_(std::make_shared<torch::jit::Module>(module)),
-      python_class_(std::move(python_class)) {}
-
-c10::IValue ScriptModuleImpl::forward(std::vector<c10::IValue> inputs) {
-  module_->train(is_training());
-  return module_->forward(std::move(inputs));
+      python_class_(std::move(python_class)) {
+  torch::nn::Module::train(module.is_training());
 }
+
+void ScriptModuleImpl::train(bool on) {
+  torch::nn::Module::train(on);
+  module_->train(on);
+}
+
+c10::IValue ScriptModuleImpl::forward(std::vector<c10::IValue> inputs) { return module_->forward(std::move(inputs)); }
 
 NestedGraphModuleImpl::NestedGraphModuleImpl(std::unique_ptr<ir::GraphModule> graph_module, std::string python_class)
     : torch::nn::Module("GraphModule"), graph_module_(std::move(graph_module)), python_class_(std::move(python_class)) {}

@@ -78,7 +78,7 @@ void calibrate(ir::GraphModule& gm, const Options& o) {
     } catch (const c10::Error& e) {
       TORCH_CHECK(false, "calibration data '", o.calib, "' batch ", index, ": ", e.what_without_backtrace());
     }
-    items += batch->inputs.at(0).isTensor() ? batch->inputs.at(0).toTensor().size(0) : 1;
+    items += batch->size();
     progress.update(++index, items);
   }
   progress.finish();

@@ -44,6 +44,9 @@ struct Batch {
   std::vector<c10::IValue> inputs;  ///< one value per model input
   at::Tensor labels;                ///< int64 `[B]`; undefined when the data has none
   int64_t first_index = 0;          ///< position of the batch's first item in the order read
+
+  /// Items in the batch: dim 0 of the first input (1 for a scalar or non-tensor input).
+  int64_t size() const;
 };
 
 /// How data is batched, ordered and normalized.

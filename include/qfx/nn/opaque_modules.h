@@ -33,6 +33,8 @@ class ScriptModuleImpl : public torch::nn::Module {
   /// prints under its last part.
   ScriptModuleImpl(const torch::jit::Module& module, std::string python_class);
   c10::IValue forward(std::vector<c10::IValue> inputs);
+  /// Sets the mode of this module and of the TorchScript module.
+  void train(bool on = true) override;
   /// The TorchScript module.
   const torch::jit::Module& script() const { return *module_; }
   /// The Python class it stands for, as given.

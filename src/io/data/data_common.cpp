@@ -10,6 +10,12 @@
 
 namespace qfx::io {
 
+int64_t Batch::size() const {
+  if (inputs.empty()) return 0;
+  const c10::IValue& first = inputs.front();
+  return first.isTensor() && first.toTensor().dim() > 0 ? first.toTensor().size(0) : 1;
+}
+
 int64_t DataSource::num_batches() const { return (num_items() + batch_size_ - 1) / batch_size_; }
 
 namespace detail {

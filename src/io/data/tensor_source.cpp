@@ -23,8 +23,7 @@ class TensorSource final : public DataSource {
       std::vector<int64_t> order = item_order(all.size(0), options.seed);
       order.resize(static_cast<size_t>(items_to_read(all.size(0), options)));
       all = all.index_select(0, at::tensor(order, at::kLong));
-      for (const at::Tensor& b : all.split(options.batch_size)) batches_.push_back({b});
-      items_ = all.size(0);
+      for (const at::Tensor& b : all.split(options.batch_size)) add_batch({b});
       return;
     }
     TORCH_CHECK(data.isList() || data.isTuple(), "data '", path,
@@ -34,33 +33,30 @@ class TensorSource final : public DataSource {
     if (options.max_batches > 0 && static_cast<int64_t>(order.size()) > options.max_batches) {
       order.resize(static_cast<size_t>(options.max_batches));
     }
-    for (int64_t i : order) {
-      batches_.push_back(io::as_inputs(items[i], "data '" + path + "' item " + std::to_string(i)));
-      const c10::IValue& first = batches_.back().at(0);
-      items_ += first.isTensor() && first.toTensor().dim() > 0 ? first.toTensor().size(0) : 1;
-    }
+    for (int64_t i : order) add_batch(io::as_inputs(items[i], "data '" + path + "' item " + std::to_string(i)));
   }
 
   std::optional<Batch> next() override {
     if (next_ >= batches_.size()) return std::nullopt;
-    Batch batch;
-    batch.inputs = std::move(batches_[next_]);
-    batch.first_index = first_index_;
-    const c10::IValue& first = batch.inputs.at(0);
-    first_index_ += first.isTensor() && first.toTensor().dim() > 0 ? first.toTensor().size(0) : 1;
-    ++next_;
-    return batch;
+    return std::move(batches_[next_++]);
   }
 
   int64_t num_items() const override { return items_; }
   int64_t num_batches() const override { return static_cast<int64_t>(batches_.size()); }
 
  private:
+  void add_batch(std::vector<c10::IValue> inputs) {
+    Batch batch;
+    batch.inputs = std::move(inputs);
+    batch.first_index = items_;
+    items_ += batch.size();
+    batches_.push_back(std::move(batch));
+  }
+
   std::string path_;
-  std::vector<std::vector<c10::IValue>> batches_;
+  std::vector<Batch> batches_;  // with their first indexes
   int64_t items_ = 0;
   size_t next_ = 0;
-  int64_t first_index_ = 0;
 };
 
 }  // namespace
