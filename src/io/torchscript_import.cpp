@@ -26,15 +26,18 @@ std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& mo
   return gm;
 }
 
-std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path, const ImportOptions& options) {
+torch::jit::Module load_script(const std::string& path) {
   TORCH_CHECK(std::ifstream(path).good(), "cannot open model file '", path, "'");
-  torch::jit::Module module;
   try {
-    module = torch::jit::load(path);
+    return torch::jit::load(path);
   } catch (const c10::Error& e) {
     std::string cause = e.what_without_backtrace();
     TORCH_CHECK(false, "'", path, "' is not a TorchScript archive: ", cause.substr(0, cause.find('\n')));
   }
+}
+
+std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path, const ImportOptions& options) {
+  torch::jit::Module module = load_script(path);
   try {
     return import_torchscript(module, options);
   } catch (const c10::Error& e) {

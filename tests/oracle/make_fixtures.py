@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import backend_fixtures  # noqa: E402
+import compare_fixtures  # noqa: E402
 import custom_config_fixtures  # noqa: E402
 import data_fixtures  # noqa: E402
 import flow_fixtures  # noqa: E402
@@ -42,6 +43,7 @@ WRITERS = [
                               'quant_fixtures.py', 'backend_fixtures.py', 'pytorch_names.py']),
     (from_float_fixtures, ['from_float_fixtures.py', 'quant_fixtures.py', 'pytorch_names.py']),
     (data_fixtures, ['data_fixtures.py']),
+    (compare_fixtures, ['compare_fixtures.py', 'quant_fixtures.py']),
     (qat_fixtures, ['qat_fixtures.py', 'flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py',
                     'backend_fixtures.py', 'pytorch_names.py']),
 ]

@@ -3,6 +3,7 @@
 // qfx interpreter.
 
 #include "commands.h"
+#include "config_args.h"
 #include "data_args.h"
 #include "progress.h"
 
@@ -42,14 +43,7 @@ Forward load_model(const Options& o, std::shared_ptr<void>& keep) {
     keep = std::make_shared<std::pair<std::shared_ptr<ir::GraphModule>, std::shared_ptr<ir::Interpreter>>>(gm, interpreter);
     return [interpreter](std::vector<c10::IValue>& in) { return interpreter->run(in); };
   }
-  TORCH_CHECK(std::ifstream(o.model).good(), "cannot open model file '", o.model, "'");
-  auto module = std::make_shared<torch::jit::Module>();
-  try {
-    *module = torch::jit::load(o.model);
-  } catch (const c10::Error& e) {
-    std::string cause = e.what_without_backtrace();
-    TORCH_CHECK(false, "'", o.model, "' is not a TorchScript archive: ", cause.substr(0, cause.find('\n')));
-  }
+  auto module = std::make_shared<torch::jit::Module>(io::load_script(o.model));
   module->eval();
   keep = module;
   return [module](std::vector<c10::IValue>& in) { return module->forward(in); };
@@ -100,8 +94,7 @@ void report(const Options& o, const Tally& t, int64_t batch_size) {
 
 void run(const Options& o) {
   c10::InferenceMode no_autograd;
-  TORCH_CHECK(o.engine == "onednn" || o.engine == "qnnpack", "--engine must be onednn or qnnpack, got '", o.engine, "'");
-  at::globalContext().setQEngine(o.engine == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
+  use_engine(o.engine);
   io::DataOptions options = o.data_args.resolved();
   options.max_batches = o.max_batches;
   auto source = io::open_data(o.data, options);

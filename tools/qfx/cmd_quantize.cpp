@@ -6,6 +6,7 @@
 #include "config_args.h"
 #include "data_args.h"
 #include "progress.h"
+#include "qat_training.h"
 
 #include "qfx/passes/custom_config_json.h"
 #include "qfx/io/data_source.h"
@@ -20,6 +21,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <c10/core/InferenceMode.h>
+#include <torch/csrc/autograd/grad_mode.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -33,6 +35,7 @@ struct Options {
   std::string prepare_custom_config;
   int64_t calib_batches = 0;  // 0: all
   DataArgs data_args;
+  TrainArgs train;
   bool dynamic = false, reference = false, print = false, quiet = false;
 };
 
@@ -111,13 +114,16 @@ void prepare(ir::GraphModule& gm, const quant::QConfigMapping& mapping, const ba
   gm.root().train(false);
 }
 
+void check_options(const Options& o) {
+  TORCH_CHECK(o.train.data.empty() || is_qat(o), "--train needs --qconfig qat (or qat:ENGINE)");
+  TORCH_CHECK(o.dynamic || !o.calib.empty() || !o.train.data.empty(),
+              "static quantization needs calibration data: pass --calib DATA (or --train DATA, or --dynamic)");
+}
+
 void run(const Options& o) {
-  c10::InferenceMode no_autograd;
-  TORCH_CHECK(o.engine == "onednn" || o.engine == "qnnpack", "--engine must be onednn or qnnpack, got '", o.engine,
-              "'");
-  at::globalContext().setQEngine(o.engine == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
-  TORCH_CHECK(o.dynamic || !o.calib.empty(), "static quantization needs calibration data: pass --calib DATA "
-              "(or --dynamic)");
+  check_options(o);
+  c10::InferenceMode no_autograd(o.train.data.empty());  // training needs autograd from the import on
+  use_engine(o.engine);
   backend::BackendConfig backend = backend_from_arg(o.backend);
   quant::QConfigMapping mapping = mapping_for(o);
   PrepareCustomConfig custom;
@@ -130,6 +136,11 @@ void run(const Options& o) {
   timings["import_s"] = clock.lap();
   prepare(*gm, mapping, backend, custom, o);
   timings["prepare_s"] = clock.lap();
+  if (!o.train.data.empty()) {
+    train_qat(*gm, o.train, o.data_args.resolved(), o.quiet);
+    timings["train_s"] = clock.lap();
+  }
+  torch::NoGradGuard no_grad;
   if (!o.calib.empty()) calibrate(*gm, o);
   timings["calibrate_s"] = clock.lap();
   nlohmann::json nodes = quantization_report(*gm, float_nodes);
@@ -167,6 +178,11 @@ void add_quantize_command(CLI::App& app, Action& action) {
                   "calibration data: a torch.save file (a tensor, batches along dim 0, or a list of batches), an IDX "
                   "images file, or an image folder");
   cmd->add_option("--calib-batches", o->calib_batches, "use at most this many batches (default: all)");
+  cmd->add_option("--train", o->train.data,
+                  "with --qconfig qat: fine-tune the prepared classifier on this labelled data (IDX with labels, "
+                  "image folder; cross-entropy, Adam) before converting");
+  cmd->add_option("--epochs", o->train.epochs, "--train: passes over the data (default: 1)");
+  cmd->add_option("--lr", o->train.lr, "--train: Adam learning rate (default: 1e-5)");
   add_data_options(*cmd, o->data_args, "items per calibration batch (default: 8)");
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");
   cmd->add_option("--prepare-custom-config", o->prepare_custom_config,

@@ -26,5 +26,7 @@ void add_opt_command(CLI::App& app, Action& action);
 void add_quantize_command(CLI::App& app, Action& action);
 /// `qfx eval MODEL.pt --data DATA [--batch-size B] [--mean M --std S] ...`
 void add_eval_command(CLI::App& app, Action& action);
+/// `qfx compare FLOAT.pt QUANT.pt --data DATA [--json FILE]`
+void add_compare_command(CLI::App& app, Action& action);
 
 }  // namespace qfx::cli

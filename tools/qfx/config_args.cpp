@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ATen/Context.h>
+
 namespace qfx::cli {
 namespace {
 
@@ -28,6 +30,11 @@ quant::QConfigMapping qconfig_mapping_from_arg(const std::string& arg) {
   } catch (const c10::Error& e) {
     TORCH_CHECK(false, "--qconfig: ", e.what_without_backtrace());
   }
+}
+
+void use_engine(const std::string& engine) {
+  TORCH_CHECK(engine == "onednn" || engine == "qnnpack", "--engine must be onednn or qnnpack, got '", engine, "'");
+  at::globalContext().setQEngine(engine == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
 }
 
 }  // namespace qfx::cli

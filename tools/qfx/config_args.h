@@ -15,4 +15,8 @@ backend::BackendConfig backend_from_arg(const std::string& arg);
 /// `default:onednn`, `qat:qnnpack`, ... or a QConfigMapping JSON file (`*.json`).
 quant::QConfigMapping qconfig_mapping_from_arg(const std::string& arg);
 
+/// `--engine onednn|qnnpack`: makes it LibTorch's quantized engine;
+/// c10::Error for another name.
+void use_engine(const std::string& engine);
+
 }  // namespace qfx::cli

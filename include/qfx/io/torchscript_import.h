@@ -55,6 +55,10 @@ struct ImportOptions {
 /// \endcode
 std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path, const ImportOptions& options = {});
 
+/// Loads a TorchScript file with torch::jit::load; c10::Error naming the file
+/// when it cannot be opened or is not a TorchScript archive.
+torch::jit::Module load_script(const std::string& path);
+
 /// Imports a loaded TorchScript module.
 std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& module,
                                                     const ImportOptions& options = {});

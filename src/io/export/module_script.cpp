@@ -55,8 +55,11 @@ struct Emit {
   const std::string& x() const { return in.at(0); }
   /// `self.<path>_<name>` for a parameter or buffer, or None.
   std::string tensor(const char* name, const at::Tensor& value) const {
-    return value.defined() ? attrs.add(path + "." + name, value) : "None";
+    return value.defined() ? attrs.add(hint(name), value) : "None";
   }
+  /// The attribute name hint for the module's own `name`: exactly `name` when
+  /// the module is exported as its own submodule (empty path).
+  std::string hint(const std::string& name) const { return path.empty() ? name : path + "." + name; }
   std::string param(const char* name) const {
     auto params = m.named_parameters(false);  // find() points into these dicts
     auto buffers = m.named_buffers(false);
@@ -282,7 +285,7 @@ std::string quantized(const nn::QuantizedModuleImpl& q, const Emit& e) {
     } else {
       const c10::IValue& value = q.attribute(token);
       bool literal = value.isDouble() || value.isInt() || value.isBool() || value.isNone() || value.isIntList();
-      arg = literal ? script_literal(value) : e.attrs.add(e.path + "." + token, value);
+      arg = literal ? script_literal(value) : e.attrs.add(e.hint(token), value);
     }
     args += (args.empty() ? "" : ", ") + arg;
   }
@@ -384,6 +387,43 @@ std::string call_expression(const std::string& callee, const Inputs& inputs) {
 
 }  // namespace
 
+namespace {
+
+/// The eval-mode expression of a float torch.nn module.
+std::string float_expression(const Emit& e, const std::string& type) {
+  std::string out = weighted(e, [&] { return e.param("weight"); });
+  if (!out.empty()) return out;
+  auto it = float_emitters().find(type);
+  TORCH_CHECK(it != float_emitters().end(), "export: no TorchScript form for ", type, " (module '", e.path, "')");
+  return it->second(e);
+}
+
+/// A float torch.nn module that holds parameters (Linear, Conv2d, BatchNorm2d, ...).
+bool is_trainable_float(const torch::nn::Module& module, const std::string& type) {
+  return type.rfind("torch.nn.", 0) == 0 && !module.named_parameters(/*recurse=*/false).is_empty();
+}
+
+/// `self.<name>` of a submodule of class `__torch__.<type>` that computes the
+/// float module with its parameters as parameters (`model.conv1.weight` in
+/// Python), so an imported export is a module tree that still trains.
+std::string float_submodule(const Emit& e, const std::string& type) {
+  Inputs names;
+  for (size_t i = 0; i < e.in.size(); ++i) names.push_back(i == 0 ? "input" : "input_" + std::to_string(i));
+  ScriptAttrs own;
+  std::string body = float_expression(Emit{e.m, "", names, own}, type);
+  torch::jit::Module sub("__torch__." + type);
+  mark_eval(sub);
+  auto params = e.m.named_parameters(/*recurse=*/false);
+  for (const auto& [name, value] : own.values()) {
+    bool is_param = params.contains(name);
+    sub.register_attribute(name, value.type(), value, is_param, value.isTensor() && !is_param);
+  }
+  define_forward(sub, "def forward(self, " + call_expression("", names).substr(1) + ":\n    return " + body + "\n");
+  return e.attrs.add(e.path, sub._ivalue());
+}
+
+}  // namespace
+
 std::string module_expression(const torch::nn::Module& module, const std::string& path, const Inputs& inputs,
                               ScriptAttrs& attrs) {
   Emit e{module, path, inputs, attrs};
@@ -412,11 +452,8 @@ std::string module_expression(const torch::nn::Module& module, const std::string
     }
     return out;
   }
-  std::string out = weighted(e, [&] { return e.param("weight"); });
-  if (!out.empty()) return out;
-  auto it = float_emitters().find(type);
-  TORCH_CHECK(it != float_emitters().end(), "export: no TorchScript form for ", type, " (module '", path, "')");
-  return it->second(e);
+  if (is_trainable_float(module, type)) return call_expression(float_submodule(e, type) + ".forward", inputs);
+  return float_expression(e, type);
 }
 
 }  // namespace qfx::io::detail

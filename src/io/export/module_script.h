@@ -6,6 +6,7 @@
 #include "qfx/ir/graph_module.h"
 
 #include <ATen/core/ivalue.h>
+#include <torch/csrc/jit/api/module.h>
 #include <torch/nn/module.h>
 
 #include <set>
@@ -27,7 +28,7 @@ class ScriptAttrs {
 
  private:
   std::vector<std::pair<std::string, c10::IValue>> values_;
-  std::set<std::string> taken_;
+  std::set<std::string> taken_{"training"};  // every module has `training`
 };
 
 /// The expression that computes `module` (at `path`) on `inputs` (printed
@@ -38,6 +39,14 @@ std::string module_expression(const torch::nn::Module& module, const std::string
 /// The exported TorchScript module of a nested GraphModule (a standalone
 /// module at `path`), as a module object to register as a submodule.
 c10::IValue nested_script_module(const ir::GraphModule& gm, const std::string& path);
+
+/// Compiles `source` (a `def forward`) into `module`, `torch.*` and
+/// `torch.ops.*` resolved; c10::Error with TorchScript's message when rejected.
+void define_forward(torch::jit::Module& module, const std::string& source);
+
+/// Gives `module` the `training` attribute every Python module has, False:
+/// the exported forward is the eval-mode one.
+void mark_eval(torch::jit::Module& module);
 
 /// A value as a TorchScript literal: ints, floats, bools, None, int lists.
 std::string script_literal(const c10::IValue& value);

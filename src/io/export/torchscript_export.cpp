@@ -138,6 +138,7 @@ torch::jit::Module script_module(const ir::GraphModule& gm, const std::string& c
   for (const auto& [name, value] : gm.preserved_attributes()) attrs.add_exact(name, value);
   std::string source = source_of(gm, attrs);
   torch::jit::Module module(class_name);
+  detail::mark_eval(module);
   for (const auto& [name, value] : attrs.values()) {
     if (value.isObject() && value.toObjectRef().type()->is_module()) {
       module.register_module(name, torch::jit::Module(value.toObject()));
@@ -145,17 +146,25 @@ torch::jit::Module script_module(const ir::GraphModule& gm, const std::string& c
       module.register_attribute(name, value.type(), value, /*is_param=*/false, /*is_buffer=*/value.isTensor());
     }
   }
-  try {
-    module.define(source, std::make_shared<TorchResolver>());
-  } catch (const std::exception& e) {
-    TORCH_CHECK(false, "export: TorchScript rejected the generated forward: ", e.what());
-  }
+  detail::define_forward(module, source);
   return module;
 }
 
 }  // namespace
 
 namespace detail {
+
+void mark_eval(torch::jit::Module& module) {
+  module.register_attribute("training", c10::BoolType::get(), false);
+}
+
+void define_forward(torch::jit::Module& module, const std::string& source) {
+  try {
+    module.define(source, std::make_shared<TorchResolver>());
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "export: TorchScript rejected the generated forward: ", e.what());
+  }
+}
 
 c10::IValue nested_script_module(const ir::GraphModule& gm, const std::string& path) {
   std::string suffix;

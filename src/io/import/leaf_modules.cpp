@@ -4,6 +4,7 @@
 
 #include "leaf_modules.h"
 
+#include "graph_builder.h"
 #include "walker.h"
 
 #include <c10/util/Exception.h>
@@ -100,7 +101,10 @@ std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& m
   static const auto kTable = [] {
     std::unordered_map<std::string, LeafBuilder> table;
     for (const auto* rows : {&weighted_leaf_rows(), &simple_leaf_rows()}) {
-      for (const LeafRow& row : *rows) table.emplace(row.python_class, row.build);
+      for (const LeafRow& row : *rows) {
+        table.emplace(row.python_class, row.build);
+        table.emplace(public_type_name(row.python_class), row.build);  // qfx's exports: torch.nn.Conv2d
+      }
     }
     return table;
   }();

@@ -1,0 +1,100 @@
+// `qfx compare FLOAT.pt QUANT.pt --data DATA`: per-layer SQNR, normalized L2
+// error and cosine similarity of a quantized model against its float model
+// (qfx/numeric_compare.h), over data batches.
+
+#include "commands.h"
+#include "config_args.h"
+#include "data_args.h"
+#include "progress.h"
+
+#include "qfx/io/data_source.h"
+#include "qfx/io/tensor_io.h"
+#include "qfx/io/torchscript_import.h"
+#include "qfx/numeric_compare.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+namespace qfx::cli {
+namespace {
+
+struct Options {
+  std::string float_model, quantized_model, data, engine = "onednn", json;
+  int64_t max_batches = 4;
+  bool quiet = false;
+  DataArgs data_args;
+};
+
+void print_row(const std::string& name, const std::string& float_node, const LayerError& e) {
+  char sqnr[32] = "inf";
+  if (std::isfinite(e.sqnr_db())) std::snprintf(sqnr, sizeof(sqnr), "%.2f", e.sqnr_db());
+  char line[256];
+  std::snprintf(line, sizeof(line), "%-24s %-24s %9s %10.6f %9.6f\n", name.c_str(), float_node.c_str(), sqnr,
+                e.normalized_l2(), e.cosine());
+  std::cout << line;
+}
+
+void print_table(const NumericComparison& comparison) {
+  char header[256];
+  std::snprintf(header, sizeof(header), "%-24s %-24s %9s %10s %9s\n", "layer", "float node", "SQNR dB", "norm L2",
+                "cosine");
+  std::cout << header;
+  for (const LayerError& layer : comparison.layers()) {
+    if (layer.numel > 0) print_row(layer.name, layer.float_node, layer);
+  }
+  print_row("output", "output", comparison.output());
+}
+
+void run(const Options& o) {
+  use_engine(o.engine);
+  io::DataOptions options = o.data_args.resolved();
+  options.max_batches = o.max_batches;
+  auto float_model = io::import_torchscript(o.float_model);
+  float_model->root().eval();
+  NumericComparison comparison(*float_model, o.quantized_model);
+  auto source = io::open_data(o.data, options);
+  Progress progress("compare", source->num_batches(), o.quiet);
+  int64_t index = 0, items = 0;
+  while (auto batch = source->next()) {
+    try {
+      comparison.add(batch->inputs);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, "data '", o.data, "' batch ", index, ": ", e.what_without_backtrace());
+    }
+    items += batch->size();
+    progress.update(++index, items);
+  }
+  progress.finish();
+  TORCH_CHECK(index > 0, "data '", o.data, "' holds no batches");
+  print_table(comparison);
+  if (o.json.empty()) return;
+  nlohmann::json j = comparison.to_json();
+  j["float_model"] = o.float_model;
+  j["quantized_model"] = o.quantized_model;
+  j["data"] = o.data;
+  j["items"] = items;
+  io::write_file_atomically(o.json, j.dump(1) + "\n");
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<Options>();
+  o->data_args.options.batch_size = 64;
+  CLI::App* cmd = app.add_subcommand(
+      "compare", "Per-layer SQNR, normalized L2 error and cosine similarity of a quantized model against its float model");
+  cmd->add_option("float", o->float_model, "the float TorchScript model (.pt)")->required();
+  cmd->add_option("quantized", o->quantized_model, "its quantized TorchScript model (from qfx quantize)")->required();
+  cmd->add_option("--data", o->data, "input data: torch.save file, IDX images file or image folder")->required();
+  add_data_options(*cmd, o->data_args, "items per batch (default: 64)");
+  cmd->add_option("--limit-batches", o->max_batches, "compare on at most this many batches (default: 4; 0: all)");
+  cmd->add_option("--engine", o->engine, "quantized engine: onednn (default) or qnnpack");
+  cmd->add_option("--json", o->json, "also write the results as JSON");
+  cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");
+  cmd->callback([o, &action] { action = [o] { run(*o); }; });
+}
+
+}  // namespace qfx::cli

@@ -1,0 +1,64 @@
+// QAT fine-tuning of a prepared classifier.
+
+#include "qat_training.h"
+
+#include "progress.h"
+
+#include "qfx/ir/interpreter.h"
+
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+
+#include <cmath>
+#include <iostream>
+#include <optional>
+
+namespace qfx::cli {
+namespace {
+
+/// One pass over the data; the mean loss.
+double train_epoch(ir::GraphModule& gm, torch::optim::Optimizer& optimizer, const TrainArgs& args,
+                   const io::DataOptions& options, int64_t epoch, bool quiet) {
+  auto source = io::open_data(args.data, options);
+  ir::Interpreter interpreter(gm);
+  Progress progress("train epoch " + std::to_string(epoch + 1), source->num_batches(), quiet);
+  double loss_sum = 0;
+  int64_t index = 0, items = 0;
+  while (auto batch = source->next()) {
+    TORCH_CHECK(batch->labels.defined(), "training data '", args.data, "' has no labels (batch ", index, ")");
+    optimizer.zero_grad();
+    at::Tensor logits = interpreter.run(batch->inputs).toTensor();
+    at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch->labels);
+    double value = loss.item<double>();
+    TORCH_CHECK(std::isfinite(value), "training data '", args.data, "' epoch ", epoch + 1, " batch ", index,
+                ": the loss is ", value, " (lower --lr)");
+    loss.backward();
+    optimizer.step();
+    loss_sum += value;
+    items += batch->size();
+    progress.update(++index, items);
+  }
+  progress.finish();
+  TORCH_CHECK(index > 0, "training data '", args.data, "' holds no batches");
+  return loss_sum / static_cast<double>(index);
+}
+
+}  // namespace
+
+void train_qat(ir::GraphModule& gm, const TrainArgs& args, io::DataOptions options, bool quiet) {
+  TORCH_CHECK(args.epochs > 0, "--epochs must be positive, got ", args.epochs);
+  TORCH_CHECK(args.lr > 0, "--lr must be positive, got ", args.lr);
+  auto parameters = gm.root().parameters();
+  TORCH_CHECK(!parameters.empty(), "--train: the prepared model has no parameters to train");
+  torch::optim::Adam optimizer(parameters, torch::optim::AdamOptions(args.lr));
+  std::optional<uint64_t> seed = options.seed;
+  gm.root().train(true);
+  for (int64_t epoch = 0; epoch < args.epochs; ++epoch) {
+    if (seed) options.seed = *seed + static_cast<uint64_t>(epoch);
+    double loss = train_epoch(gm, optimizer, args, options, epoch, quiet);
+    if (!quiet) std::cerr << "train epoch " << epoch + 1 << ": mean loss " << loss << "\n";
+  }
+  gm.root().train(false);
+}
+
+}  // namespace qfx::cli

@@ -1,0 +1,25 @@
+#pragma once
+// QAT fine-tuning for `qfx quantize --qconfig qat --train DATA`: the prepared
+// classifier trained with cross-entropy against the data's labels (Adam),
+// fake quantization and observers running, batch by batch.
+
+#include "qfx/io/data_source.h"
+#include "qfx/ir/graph_module.h"
+
+#include <string>
+
+namespace qfx::cli {
+
+struct TrainArgs {
+  std::string data;  ///< labelled data (IDX with labels, image folder)
+  int64_t epochs = 1;
+  double lr = 1e-5;
+};
+
+/// Trains `gm` (prepared by prepare_qat_fx) in training mode and leaves it in
+/// eval mode; each epoch reads `data` in the order of `options.seed` + epoch
+/// (file order without a seed). c10::Error naming the batch when the data has
+/// no labels or the loss stops being finite.
+void train_qat(ir::GraphModule& gm, const TrainArgs& args, io::DataOptions options, bool quiet);
+
+}  // namespace qfx::cli
