@@ -16,6 +16,7 @@ packages=(
   libopenblas0-pthread    # optimized BLAS for LibTorch's float path
   python3-torch python3-torchvision   # test oracle only
   dataset-fashion-mnist   # real data for the demo
+  chromium                # renders the HTML report in its test
 )
 
 missing=()

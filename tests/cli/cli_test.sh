@@ -349,6 +349,48 @@ expect_error 1 "bad-images-idx3-ubyte' is not an IDX file" -- eval "$demo_model"
 expect_error 1 "calibration data: .*bad-images-idx3-ubyte' is not an IDX file" -- quantize "$demo_model" -o "$work/bad.pt" \
   --calib "$work/bad-images-idx3-ubyte"
 
+# --- qfx compare, qfx report, quantize --train -----------------------------------
+"$qfx" compare "$fixtures/compare_model.pt" "$work/cmp_int8.pt" --data "$fixtures/compare_data.pt" --batch-size 8 \
+  >/dev/null 2>"$work/err" && fail "compare of a missing quantized file exited 0"
+grep -q "cannot open model file '$work/cmp_int8.pt'" "$work/err" || fail "compare missing file: $(cat "$work/err")"
+"$qfx" quantize "$fixtures/compare_model.pt" -o "$work/cmp_int8.pt" --calib "$fixtures/compare_calib.pt" \
+  --batch-size 16 -q --report "$work/cmp_quantize.json" || fail "quantize of the compare model exited $?"
+"$qfx" compare "$fixtures/compare_model.pt" "$work/cmp_int8.pt" --data "$fixtures/compare_data.pt" --batch-size 8 -q \
+  --json "$work/cmp.json" >"$work/cmp.txt" || fail "compare exited $?"
+# the layers and numbers of PyTorch's numeric suite (compare_fixtures.py), table and JSON
+"$python" - "$work/cmp.txt" "$work/cmp.json" "$fixtures/compare.json" <<'PY' || fail "qfx compare differs from the numeric suite"
+import json, sys
+table = {line.split()[0]: line.split() for line in open(sys.argv[1]).read().splitlines()[1:]}
+ours = {l['name']: l for l in json.load(open(sys.argv[2]))['layers']}
+suite = json.load(open(sys.argv[3]))
+for name, e in suite['layers'].items():
+    assert ours[name]['float_node'] == e['float_node'], (name, ours[name], e)
+    assert abs(ours[name]['sqnr_db'] - e['sqnr_db']) < 1e-3, (name, ours[name], e)
+    assert abs(float(table[name][2]) - e['sqnr_db']) < 0.006, (name, table[name], e)
+assert abs(float(table['output'][2]) - suite['output']['sqnr_db']) < 0.006
+PY
+"$qfx" eval "$demo_model" --data "$fmnist/t10k-images-idx3-ubyte.gz" "${norm[@]}" --limit-batches 2 -q \
+  --json "$work/eval_small.json" >/dev/null || fail "eval for the report exited $?"
+"$qfx" report --quantize "$work/cmp_quantize.json" --compare "$work/cmp.json" --eval "float=$work/eval_small.json" \
+  --json "$work/report.json" --html "$work/report.html" || fail "report exited $?"
+"$python" - "$work/report.json" "$demo_model" <<'PY' || fail "report.json content"
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+assert len(r['nodes']) > 5 and len(r['compare']['layers']) == 7, r.keys()
+m = r['models'][0]
+assert m['name'] == 'float' and m['items'] == 128 and m['size_bytes'] == os.path.getsize(sys.argv[2]), m
+PY
+expect_error 1 "pass --json FILE and/or --html FILE" -- report --quantize "$work/cmp_quantize.json"
+expect_error 1 "--eval takes NAME=FILE.json, got 'eval_small.json'" -- report --eval eval_small.json --json "$work/r2.json"
+expect_error 1 "--compare: '.*cmp_quantize.json' is not the output of qfx compare --json" -- \
+  report --compare "$work/cmp_quantize.json" --json "$work/r2.json"
+[ ! -e "$work/r2.json" ] || fail "report wrote a file on error"
+expect_error 1 "compare: no node of the float model has a match" -- compare "$fixtures/linear_relu.pt" \
+  "$work/cmp_int8.pt" --data "$fixtures/compare_data.pt"
+expect_error 1 "--train needs --qconfig qat" -- quantize "$demo_model" -o "$work/t.pt" --train "$work/calib.pt"
+expect_error 1 "training data '.*calib.pt' has no labels \(batch 0\)" -- quantize "$demo_model" -o "$work/t.pt" \
+  --qconfig qat --train "$work/calib.pt"
+[ ! -e "$work/t.pt" ] || fail "quantize --train wrote a file on error"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures CLI check(s) failed"

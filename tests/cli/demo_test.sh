@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `make demo`'s job, checked: the bundled model's float top-1 on the 10,000
-# Fashion-MNIST test images is at least 90%, both int8 models are within 0.5
-# points of it and at most a third of its size on disk.
+# Fashion-MNIST test images is at least 90%, both PTQ int8 models are within
+# 0.5 points of it and at most a third of its size on disk, the QAT int8 model
+# is at most 0.2 points below it, and report.json holds the four models and
+# the per-layer comparison (report.html is checked in a browser by
+# report_html_test.sh).
 #   demo_test.sh QFX_BINARY SOURCE_DIR PYTHON
 set -euo pipefail
 qfx=$1
@@ -22,5 +25,19 @@ for engine in ('onednn', 'qnnpack'):
     assert size * 3 <= os.path.getsize(model), (engine, size)
     print(f"{engine}: top-1 {q['top1']:.4f} (float {float_['top1']:.4f}), {size} bytes")
 PY
-grep -q '^int8-onednn' "$out/summary.txt"
+"$python" - "$out" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+float_ = json.load(open(os.path.join(out, 'float.json')))
+qat = json.load(open(os.path.join(out, 'qat_int8.json')))
+assert qat['items'] == 10000 and float_['top1'] - qat['top1'] <= 0.002, (float_['top1'], qat['top1'])
+print(f"qat: top-1 {qat['top1']:.4f} (float {float_['top1']:.4f})")
+report = json.load(open(os.path.join(out, 'report.json')))
+assert [m['name'] for m in report['models']] == ['float', 'int8-onednn', 'int8-qnnpack', 'qat-int8'], report['models']
+layers = [l['float_node'] for l in report['compare']['layers']]
+assert layers[0] == 'relu' and layers[-1] == 'fc2', layers  # conv1 fused with its relu, ..., the last linear
+assert all(l['sqnr_db'] > 25 for l in report['compare']['layers']), report['compare']['layers']
+assert os.path.getsize(os.path.join(out, 'report.html')) > 100000  # Chart.js inlined
+PY
+for row in int8-onednn qat-int8; do grep -q "^$row" "$out/summary.txt"; done
 echo "demo checks passed"

@@ -16,7 +16,9 @@
 #include "qfx/ir/interpreter.h"
 #include "qfx/quant/qconfig.h"
 #include "qfx/quantize.h"
+#include "qfx/numeric_compare.h"
 #include "qfx/quantize_report.h"
+#include "qfx/report_html.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
@@ -25,13 +27,14 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 namespace qfx::cli {
 namespace {
 
 struct Options {
-  std::string model, output, backend = "native", qconfig = "default", engine = "onednn", calib, report;
+  std::string model, output, backend = "native", qconfig = "default", engine = "onednn", calib, report, report_html;
   std::string prepare_custom_config;
   int64_t calib_batches = 0;  // 0: all
   DataArgs data_args;
@@ -114,6 +117,35 @@ void prepare(ir::GraphModule& gm, const quant::QConfigMapping& mapping, const ba
   gm.root().train(false);
 }
 
+/// The model files' sizes, for the report's table.
+nlohmann::json size_rows(const Options& o) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [name, file] : {std::pair{"float", o.model}, std::pair{"int8", o.output}}) {
+    rows.push_back({{"name", name}, {"file", file}, {"size_bytes", std::filesystem::file_size(file)}});
+  }
+  return rows;
+}
+
+/// `--report-html`: the report with the sizes and, when there is calibration
+/// data, the per-layer comparison of the float and converted models on up to
+/// four of its batches.
+void write_html_report(const ir::GraphModule& converted, const PrepareCustomConfig& custom, nlohmann::json report,
+                       const Options& o) {
+  report["title"] = "qfx quantize " + std::filesystem::path(o.model).filename().string();
+  report["models"] = size_rows(o);
+  if (!o.calib.empty()) {
+    auto float_model = io::import_torchscript(o.model, import_options(custom));
+    float_model->root().eval();
+    NumericComparison comparison(*float_model, graph_activations(converted));
+    io::DataOptions options = o.data_args.resolved();
+    options.max_batches = 4;
+    auto source = io::open_data(o.calib, options);
+    while (auto batch = source->next()) comparison.add(batch->inputs);
+    report["compare"] = comparison.to_json();
+  }
+  io::write_file_atomically(o.report_html, report_html(report));
+}
+
 void check_options(const Options& o) {
   TORCH_CHECK(o.train.data.empty() || is_qat(o), "--train needs --qconfig qat (or qat:ENGINE)");
   TORCH_CHECK(o.dynamic || !o.calib.empty() || !o.train.data.empty(),
@@ -156,10 +188,9 @@ void run(const Options& o) {
   io::export_torchscript(*gm, o.output);
   timings["export_s"] = clock.lap();
   if (o.print) std::cout << gm->to_string() << "\n";
-  if (!o.report.empty()) {
-    nlohmann::json report = {{"nodes", nodes}, {"timings", timings}};
-    io::write_file_atomically(o.report, report.dump(1) + "\n");
-  }
+  nlohmann::json report = {{"model", o.model}, {"nodes", nodes}, {"timings", timings}};
+  if (!o.report.empty()) io::write_file_atomically(o.report, report.dump(1) + "\n");
+  if (!o.report_html.empty()) write_html_report(*gm, custom, report, o);
 }
 
 }  // namespace
@@ -191,6 +222,8 @@ void add_quantize_command(CLI::App& app, Action& action) {
   cmd->add_flag("--dynamic", o->dynamic, "dynamic quantization of Linear layers (no calibration)");
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings");
+  cmd->add_option("--report-html", o->report_html,
+                  "write a self-contained HTML report: nodes and qparams, sizes, per-layer SQNR on the calibration data");
   cmd->add_flag("--print", o->print, "print the converted model");
   cmd->callback([o, &action] { action = [o] { run(*o); }; });
 }

@@ -28,5 +28,7 @@ void add_quantize_command(CLI::App& app, Action& action);
 void add_eval_command(CLI::App& app, Action& action);
 /// `qfx compare FLOAT.pt QUANT.pt --data DATA [--json FILE]`
 void add_compare_command(CLI::App& app, Action& action);
+/// `qfx report --quantize Q.json --compare C.json --eval NAME=E.json --html report.html`
+void add_report_command(CLI::App& app, Action& action);
 
 }  // namespace qfx::cli
