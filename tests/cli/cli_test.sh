@@ -387,6 +387,10 @@ expect_error 1 "--compare: '.*cmp_quantize.json' is not the output of qfx compar
 [ ! -e "$work/r2.json" ] || fail "report wrote a file on error"
 expect_error 1 "compare: no node of the float model has a match" -- compare "$fixtures/linear_relu.pt" \
   "$work/cmp_int8.pt" --data "$fixtures/compare_data.pt"
+"$python" -c "import torch; x = torch.load('$fixtures/compare_data.pt'); x[3, 0, 0, 0] = float('nan'); torch.save(x, '$work/compare_nan.pt')"
+expect_error 1 "data '.*compare_nan.pt' batch 0 holds NaN or infinite values" -- compare "$fixtures/compare_model.pt" \
+  "$work/cmp_int8.pt" --data "$work/compare_nan.pt" --batch-size 8 --json "$work/cmp_nan.json"
+[ ! -e "$work/cmp_nan.json" ] || fail "compare wrote its JSON on error"
 expect_error 1 "--train needs --qconfig qat" -- quantize "$demo_model" -o "$work/t.pt" --train "$work/calib.pt"
 expect_error 1 "training data '.*calib.pt' has no labels \(batch 0\)" -- quantize "$demo_model" -o "$work/t.pt" \
   --qconfig qat --train "$work/calib.pt"

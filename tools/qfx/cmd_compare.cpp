@@ -59,6 +59,7 @@ void run(const Options& o) {
   Progress progress("compare", source->num_batches(), o.quiet);
   int64_t index = 0, items = 0;
   while (auto batch = source->next()) {
+    check_finite(*batch, "data '" + o.data + "'", index);
     try {
       comparison.add(batch->inputs);
     } catch (const c10::Error& e) {

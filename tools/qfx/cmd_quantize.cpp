@@ -55,14 +55,6 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-void check_finite(const std::vector<c10::IValue>& batch, const Options& o, int64_t index) {
-  for (const c10::IValue& v : batch) {
-    if (!v.isTensor() || !v.toTensor().is_floating_point()) continue;
-    TORCH_CHECK(at::isfinite(v.toTensor()).all().item<bool>(), "calibration data '", o.calib, "' batch ", index,
-                " holds NaN or infinite values");
-  }
-}
-
 /// Runs the prepared model on the calibration data, batch by batch.
 void calibrate(ir::GraphModule& gm, const Options& o) {
   io::DataOptions options = o.data_args.resolved();
@@ -78,7 +70,7 @@ void calibrate(ir::GraphModule& gm, const Options& o) {
   Progress progress("calibrate", source->num_batches(), o.quiet);
   int64_t index = 0, items = 0;
   while (auto batch = source->next()) {
-    check_finite(batch->inputs, o, index);
+    check_finite(*batch, "calibration data '" + o.calib + "'", index);
     try {
       interpreter.run(batch->inputs);
     } catch (const c10::Error& e) {

@@ -2,12 +2,21 @@
 
 #include "data_args.h"
 
+#include <ATen/ATen.h>
+
 namespace qfx::cli {
 
 io::DataOptions DataArgs::resolved() const {
   io::DataOptions out = options;
   if (seed >= 0) out.seed = static_cast<uint64_t>(seed);
   return out;
+}
+
+void check_finite(const io::Batch& batch, const std::string& what, int64_t index) {
+  for (const c10::IValue& v : batch.inputs) {
+    if (!v.isTensor() || !v.toTensor().is_floating_point()) continue;
+    TORCH_CHECK(at::isfinite(v.toTensor()).all().item<bool>(), what, " batch ", index, " holds NaN or infinite values");
+  }
 }
 
 void add_data_options(CLI::App& cmd, DataArgs& args, const std::string& batch_help) {

@@ -15,6 +15,10 @@ struct DataArgs {
   io::DataOptions resolved() const;
 };
 
+/// c10::Error "<what> batch <index> holds NaN or infinite values" when a
+/// floating-point input of `batch` does.
+void check_finite(const io::Batch& batch, const std::string& what, int64_t index);
+
 /// Adds the data options to `cmd`; `batch_help` describes --batch-size.
 void add_data_options(CLI::App& cmd, DataArgs& args, const std::string& batch_help);
 

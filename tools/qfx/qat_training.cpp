@@ -2,6 +2,7 @@
 
 #include "qat_training.h"
 
+#include "data_args.h"
 #include "progress.h"
 
 #include "qfx/ir/interpreter.h"
@@ -26,6 +27,7 @@ double train_epoch(ir::GraphModule& gm, torch::optim::Optimizer& optimizer, cons
   int64_t index = 0, items = 0;
   while (auto batch = source->next()) {
     TORCH_CHECK(batch->labels.defined(), "training data '", args.data, "' has no labels (batch ", index, ")");
+    check_finite(*batch, "training data '" + args.data + "'", index);
     optimizer.zero_grad();
     at::Tensor logits = interpreter.run(batch->inputs).toTensor();
     at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch->labels);
