@@ -392,7 +392,7 @@ expect_error 1 "data '.*compare_nan.pt' batch 0 holds NaN or infinite values" --
   "$work/cmp_int8.pt" --data "$work/compare_nan.pt" --batch-size 8 --json "$work/cmp_nan.json"
 [ ! -e "$work/cmp_nan.json" ] || fail "compare wrote its JSON on error"
 expect_error 1 "--train needs --qconfig qat" -- quantize "$demo_model" -o "$work/t.pt" --train "$work/calib.pt"
-expect_error 1 "training data '.*calib.pt' has no labels \(batch 0\)" -- quantize "$demo_model" -o "$work/t.pt" \
+expect_error 1 "training data '.*calib.pt' batch 0: no labels \(training needs labelled data\)" -- quantize "$demo_model" -o "$work/t.pt" \
   --qconfig qat --train "$work/calib.pt"
 [ ! -e "$work/t.pt" ] || fail "quantize --train wrote a file on error"
 

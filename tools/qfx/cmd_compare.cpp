@@ -5,7 +5,6 @@
 #include "commands.h"
 #include "config_args.h"
 #include "data_args.h"
-#include "progress.h"
 
 #include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
@@ -56,20 +55,11 @@ void run(const Options& o) {
   float_model->root().eval();
   NumericComparison comparison(*float_model, o.quantized_model);
   auto source = io::open_data(o.data, options);
-  Progress progress("compare", source->num_batches(), o.quiet);
-  int64_t index = 0, items = 0;
-  while (auto batch = source->next()) {
-    check_finite(*batch, "data '" + o.data + "'", index);
-    try {
-      comparison.add(batch->inputs);
-    } catch (const c10::Error& e) {
-      TORCH_CHECK(false, "data '", o.data, "' batch ", index, ": ", e.what_without_backtrace());
-    }
-    items += batch->size();
-    progress.update(++index, items);
-  }
-  progress.finish();
-  TORCH_CHECK(index > 0, "data '", o.data, "' holds no batches");
+  int64_t items = 0;
+  for_each_batch(*source, "data '" + o.data + "'", "compare", o.quiet, [&](const io::Batch& batch, int64_t) {
+    comparison.add(batch.inputs);
+    items += batch.size();
+  });
   print_table(comparison);
   if (o.json.empty()) return;
   nlohmann::json j = comparison.to_json();

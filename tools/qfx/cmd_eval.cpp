@@ -5,7 +5,6 @@
 #include "commands.h"
 #include "config_args.h"
 #include "data_args.h"
-#include "progress.h"
 
 #include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
@@ -103,27 +102,20 @@ void run(const Options& o) {
   std::shared_ptr<void> keep;
   Forward forward = load_model(o, keep);
   Tally tally;
-  Progress progress("eval", source->num_batches(), o.quiet);
-  int64_t batches = 0;
-  while (auto batch = source->next()) {
+  bool single = source->num_batches() == 1;
+  for_each_batch(*source, "data '" + o.data + "'", "eval", o.quiet, [&](const io::Batch& batch, int64_t index) {
+    std::vector<c10::IValue> inputs = batch.inputs;
     auto start = std::chrono::steady_clock::now();
-    c10::IValue out;
-    try {
-      out = forward(batch->inputs);
-    } catch (const c10::Error& e) {
-      TORCH_CHECK(false, "data '", o.data, "' batch ", batches, ": ", e.what_without_backtrace());
-    }
+    c10::IValue out = forward(inputs);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (batches > 0 || source->num_batches() == 1) {  // the first batch warms up
+    if (index > 0 || single) {  // the first batch warms up
       tally.timed_seconds += seconds;
-      tally.timed_items += batch->labels.size(0);
+      tally.timed_items += batch.labels.size(0);
     }
     TORCH_CHECK(out.isTensor(), "the model returns a ", out.tagKind(), "; qfx eval needs one tensor of scores");
     at::Tensor logits = out.toTensor();
-    count(logits.is_quantized() ? logits.dequantize() : logits, *batch, tally);
-    progress.update(++batches, tally.items);
-  }
-  progress.finish();
+    count(logits.is_quantized() ? logits.dequantize() : logits, batch, tally);
+  });
   report(o, tally, options.batch_size);
 }
 

@@ -65,21 +65,9 @@ void calibrate(ir::GraphModule& gm, const Options& o) {
   } catch (const c10::Error& e) {
     TORCH_CHECK(false, "calibration data: ", e.what_without_backtrace());
   }
-  TORCH_CHECK(source->num_items() > 0, "calibration data '", o.calib, "' holds no batches");
   ir::Interpreter interpreter(gm);
-  Progress progress("calibrate", source->num_batches(), o.quiet);
-  int64_t index = 0, items = 0;
-  while (auto batch = source->next()) {
-    check_finite(*batch, "calibration data '" + o.calib + "'", index);
-    try {
-      interpreter.run(batch->inputs);
-    } catch (const c10::Error& e) {
-      TORCH_CHECK(false, "calibration data '", o.calib, "' batch ", index, ": ", e.what_without_backtrace());
-    }
-    items += batch->size();
-    progress.update(++index, items);
-  }
-  progress.finish();
+  for_each_batch(*source, "calibration data '" + o.calib + "'", "calibrate", o.quiet,
+                 [&](const io::Batch& batch, int64_t) { interpreter.run(batch.inputs); });
 }
 
 quant::QConfigMapping mapping_for(const Options& o) {

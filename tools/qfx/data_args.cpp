@@ -2,6 +2,8 @@
 
 #include "data_args.h"
 
+#include "progress.h"
+
 #include <ATen/ATen.h>
 
 namespace qfx::cli {
@@ -17,6 +19,25 @@ void check_finite(const io::Batch& batch, const std::string& what, int64_t index
     if (!v.isTensor() || !v.toTensor().is_floating_point()) continue;
     TORCH_CHECK(at::isfinite(v.toTensor()).all().item<bool>(), what, " batch ", index, " holds NaN or infinite values");
   }
+}
+
+int64_t for_each_batch(io::DataSource& source, const std::string& what, const std::string& label, bool quiet,
+                       const std::function<void(const io::Batch&, int64_t)>& fn) {
+  Progress progress(label, source.num_batches(), quiet);
+  int64_t index = 0, items = 0;
+  while (auto batch = source.next()) {
+    check_finite(*batch, what, index);
+    try {
+      fn(*batch, index);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, what, " batch ", index, ": ", e.what_without_backtrace());
+    }
+    items += batch->size();
+    progress.update(++index, items);
+  }
+  progress.finish();
+  TORCH_CHECK(index > 0, what, " holds no batches");
+  return index;
 }
 
 void add_data_options(CLI::App& cmd, DataArgs& args, const std::string& batch_help) {

@@ -1,10 +1,13 @@
 #pragma once
 // The CLI's data options (--batch-size, --mean, --std, --seed, --resize,
-// --crop) shared by `qfx quantize --calib` and `qfx eval --data`.
+// --crop) and batch loop, shared by calibration, training, eval and compare.
 
 #include "qfx/io/data_source.h"
 
 #include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
 
 namespace qfx::cli {
 
@@ -18,6 +21,13 @@ struct DataArgs {
 /// c10::Error "<what> batch <index> holds NaN or infinite values" when a
 /// floating-point input of `batch` does.
 void check_finite(const io::Batch& batch, const std::string& what, int64_t index);
+
+/// Runs `fn(batch, index)` on every batch of `source`: its inputs checked
+/// finite first, an error inside `fn` re-raised as "<what> batch <index>:
+/// <cause>", progress on stderr under `label` (none when `quiet`). Returns
+/// the number of batches; c10::Error "<what> holds no batches" when empty.
+int64_t for_each_batch(io::DataSource& source, const std::string& what, const std::string& label, bool quiet,
+                       const std::function<void(const io::Batch&, int64_t)>& fn);
 
 /// Adds the data options to `cmd`; `batch_help` describes --batch-size.
 void add_data_options(CLI::App& cmd, DataArgs& args, const std::string& batch_help);

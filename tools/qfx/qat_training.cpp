@@ -3,7 +3,6 @@
 #include "qat_training.h"
 
 #include "data_args.h"
-#include "progress.h"
 
 #include "qfx/ir/interpreter.h"
 
@@ -22,27 +21,21 @@ double train_epoch(ir::GraphModule& gm, torch::optim::Optimizer& optimizer, cons
                    const io::DataOptions& options, int64_t epoch, bool quiet) {
   auto source = io::open_data(args.data, options);
   ir::Interpreter interpreter(gm);
-  Progress progress("train epoch " + std::to_string(epoch + 1), source->num_batches(), quiet);
   double loss_sum = 0;
-  int64_t index = 0, items = 0;
-  while (auto batch = source->next()) {
-    TORCH_CHECK(batch->labels.defined(), "training data '", args.data, "' has no labels (batch ", index, ")");
-    check_finite(*batch, "training data '" + args.data + "'", index);
-    optimizer.zero_grad();
-    at::Tensor logits = interpreter.run(batch->inputs).toTensor();
-    at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch->labels);
-    double value = loss.item<double>();
-    TORCH_CHECK(std::isfinite(value), "training data '", args.data, "' epoch ", epoch + 1, " batch ", index,
-                ": the loss is ", value, " (lower --lr)");
-    loss.backward();
-    optimizer.step();
-    loss_sum += value;
-    items += batch->size();
-    progress.update(++index, items);
-  }
-  progress.finish();
-  TORCH_CHECK(index > 0, "training data '", args.data, "' holds no batches");
-  return loss_sum / static_cast<double>(index);
+  int64_t batches = for_each_batch(
+      *source, "training data '" + args.data + "'", "train epoch " + std::to_string(epoch + 1), quiet,
+      [&](const io::Batch& batch, int64_t) {
+        TORCH_CHECK(batch.labels.defined(), "no labels (training needs labelled data)");
+        optimizer.zero_grad();
+        at::Tensor logits = interpreter.run(batch.inputs).toTensor();
+        at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
+        double value = loss.item<double>();
+        TORCH_CHECK(std::isfinite(value), "epoch ", epoch + 1, ": the loss is ", value, " (lower --lr)");
+        loss.backward();
+        optimizer.step();
+        loss_sum += value;
+      });
+  return loss_sum / static_cast<double>(batches);
 }
 
 }  // namespace
