@@ -1,11 +1,11 @@
-// `qfx quantize MODEL.pt -o OUT.pt`: import, prepare_fx, calibrate on
-// data (data/data_source.h), convert_fx (or convert_to_reference_fx), export TorchScript,
-// and optionally a per-node JSON report with the time of each stage.
+// `qfx quantize MODEL.pt -o OUT.pt`: import, prepare_fx (or prepare_qat_fx
+// and optionally training), calibrate on data (qfx/io/data_source.h),
+// convert_fx (or convert_to_reference_fx), export TorchScript; optionally a
+// per-node JSON report with the time of each stage, and its HTML page.
 
 #include "commands.h"
 #include "config_args.h"
 #include "data_args.h"
-#include "progress.h"
 #include "qat_training.h"
 
 #include "qfx/passes/custom_config_json.h"
@@ -15,8 +15,8 @@
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/quant/qconfig.h"
-#include "qfx/quantize.h"
 #include "qfx/numeric_compare.h"
+#include "qfx/quantize.h"
 #include "qfx/quantize_report.h"
 #include "qfx/report_html.h"
 
@@ -86,8 +86,8 @@ quant::QConfigMapping mapping_for(const Options& o) {
 }
 
 /// `--qconfig qat` / `qat:ENGINE`: prepare_qat_fx, so fake quantization and
-/// folded batch norms run through calibration (with batch-norm statistics
-/// frozen: the model calibrates in eval mode).
+/// folded batch norms run through `--train` (training mode) and calibration
+/// (eval mode: batch-norm statistics frozen).
 bool is_qat(const Options& o) { return o.qconfig == "qat" || o.qconfig.rfind("qat:", 0) == 0; }
 
 void prepare(ir::GraphModule& gm, const quant::QConfigMapping& mapping, const backend::BackendConfig& backend,

@@ -385,10 +385,6 @@ std::string call_expression(const std::string& callee, const Inputs& inputs) {
   return out + ")";
 }
 
-}  // namespace
-
-namespace {
-
 /// The eval-mode expression of a float torch.nn module.
 std::string float_expression(const Emit& e, const std::string& type) {
   std::string out = weighted(e, [&] { return e.param("weight"); });
