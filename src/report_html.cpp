@@ -66,8 +66,11 @@ constexpr const char* kRender = R"html(</script>
     const quantized = nodes.filter(n => n.quantized).length;
     summary.push(nodes.length + ' float nodes, ' + quantized + ' quantized, ' + (nodes.length - quantized) + ' left float');
   }
-  if (report.timings) {
-    summary.push('Time: ' + Object.entries(report.timings).map(([k, v]) => k.replace(/_s$/, '') + ' ' + fixed(v, 3) + ' s').join(', '));
+  if (report.timings) {  // in pipeline order (JSON objects come sorted by key)
+    const stages = ['import_s', 'prepare_s', 'train_s', 'calibrate_s', 'convert_s', 'export_s'];
+    const keys = Object.keys(report.timings).sort((a, b) =>
+        (stages.indexOf(a) + 1 || 99) - (stages.indexOf(b) + 1 || 99));
+    summary.push('Time: ' + keys.map(k => k.replace(/_s$/, '') + ' ' + fixed(report.timings[k], 3) + ' s').join(', '));
   }
   if (summary.length) section('summary', 'Summary', el('div', {}, ...summary.map(s => el('div', {}, s))));
 
