@@ -1,0 +1,141 @@
+// qfx side of bench/run.sh: the whole flow through the C++ API on one model,
+// as a deployment would run it: import, prepare_fx, calibration (a list of
+// batches), convert_fx, export (median of repeats, each on a fresh import),
+// then latency of the exported int8 TorchScript (torch::jit), of the qfx
+// interpreter and of the float model at batch 1 and 8 with 1 and 2 threads,
+// the int8 output's SQNR against float, sizes and peak memory.
+//
+//   bench_flow MODEL.pt CALIB.pt EVAL.pt OUT_INT8.pt REPEATS
+// Prints JSON.
+
+#include "qfx/backend/builtin_backends.h"
+#include "qfx/io/tensor_io.h"
+#include "qfx/io/torchscript_export.h"
+#include "qfx/io/torchscript_import.h"
+#include "qfx/ir/interpreter.h"
+#include "qfx/quantize.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <nlohmann/json.hpp>
+#include <torch/script.h>
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+nlohmann::json summary(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  return {{"median", times[times.size() / 2]}, {"min", times.front()}, {"max", times.back()}};
+}
+
+/// Median seconds of `fn` over 20 runs after 3 warm-up runs.
+double latency(const std::function<void()>& fn) {
+  for (int i = 0; i < 3; ++i) fn();
+  std::vector<double> times;
+  for (int i = 0; i < 20; ++i) {
+    auto start = Clock::now();
+    fn();
+    times.push_back(seconds_since(start));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+double sqnr_db(const at::Tensor& reference, const at::Tensor& other) {
+  at::Tensor x = reference.to(at::kDouble), y = other.to(at::kDouble);
+  return 20.0 * std::log10(x.norm().item<double>() / (x - y).norm().item<double>());
+}
+
+struct Timings {
+  std::vector<double> import, prepare, calibrate, convert, export_;
+};
+
+std::unique_ptr<qfx::ir::GraphModule> run_flow(const std::string& model, const std::vector<c10::IValue>& calib,
+                                               const std::string& out, Timings& t) {
+  auto start = Clock::now();
+  auto gm = qfx::io::import_torchscript(model);
+  t.import.push_back(seconds_since(start));
+  start = Clock::now();
+  qfx::prepare_fx(*gm, qfx::quant::get_default_qconfig_mapping("onednn"), qfx::backend::get_native_backend_config());
+  t.prepare.push_back(seconds_since(start));
+  start = Clock::now();
+  qfx::ir::Interpreter interpreter(*gm);
+  for (const c10::IValue& batch : calib) interpreter.run({batch});
+  t.calibrate.push_back(seconds_since(start));
+  start = Clock::now();
+  qfx::convert_fx(*gm);
+  t.convert.push_back(seconds_since(start));
+  start = Clock::now();
+  qfx::io::export_torchscript(*gm, out);
+  t.export_.push_back(seconds_since(start));
+  return gm;
+}
+
+nlohmann::json latencies(const std::string& model, const std::string& int8, qfx::ir::GraphModule& converted,
+                         const at::Tensor& eval) {
+  torch::jit::Module float_script = torch::jit::load(model);
+  float_script.eval();
+  torch::jit::Module int8_script = torch::jit::load(int8);
+  qfx::ir::Interpreter interpreter(converted);
+  nlohmann::json out;
+  for (int threads : {1, 2}) {
+    at::set_num_threads(threads);
+    for (int64_t batch : {1, 8}) {
+      at::Tensor x = eval.slice(0, 0, batch).contiguous();
+      std::string key = "b" + std::to_string(batch) + "_t" + std::to_string(threads);
+      out["int8_script"][key] = latency([&] { int8_script.forward({x}); });
+      out["int8_interpreter"][key] = latency([&] { interpreter.run({x}); });
+      out["float_script"][key] = latency([&] { float_script.forward({x}); });
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6) {
+    std::cerr << "usage: bench_flow MODEL.pt CALIB.pt EVAL.pt OUT_INT8.pt REPEATS\n";
+    return 2;
+  }
+  std::string model = argv[1], out = argv[4];
+  c10::InferenceMode no_autograd;
+  at::globalContext().setQEngine(at::QEngine::ONEDNN);
+  std::vector<c10::IValue> calib = qfx::io::as_inputs(qfx::io::load_value(argv[2]), "calib");
+  at::Tensor eval = qfx::io::load_value(argv[3]).toTensor();
+  Timings t;
+  std::unique_ptr<qfx::ir::GraphModule> gm;
+  for (int r = 0; r < std::stoi(argv[5]); ++r) gm = run_flow(model, calib, out, t);
+
+  nlohmann::json result = {{"import", summary(t.import)},       {"prepare", summary(t.prepare)},
+                           {"calibrate", summary(t.calibrate)}, {"convert", summary(t.convert)},
+                           {"export", summary(t.export_)},      {"nodes", gm->graph().size()}};
+  result["latency"] = latencies(model, out, *gm, eval);
+  torch::jit::Module float_script = torch::jit::load(model);
+  at::Tensor reference = float_script.forward({eval}).toTensor();
+  at::Tensor quantized = torch::jit::load(out).forward({eval}).toTensor();
+  result["sqnr_db"] = sqnr_db(reference, quantized.is_quantized() ? quantized.dequantize() : quantized);
+  result["size_float"] = std::filesystem::file_size(model);
+  result["size_int8"] = std::filesystem::file_size(out);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  result["peak_rss_mb"] = usage.ru_maxrss / 1024.0;
+  std::cout << result.dump() << "\n";
+  return 0;
+}

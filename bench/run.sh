@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# qfx against PyTorch 1.13 FX quantization, side by side in one run: for each
+# model, bench/flow.py (PyTorch: prepare_fx, calibration on 8 batches of 4,
+# convert_fx, latency of the converted GraphModule) and bench_flow (qfx C++
+# API: import, prepare_fx, calibration, convert_fx, export, latency of the
+# exported TorchScript and of the interpreter), both with
+# get_default_qconfig_mapping("onednn") on the native BackendConfig.
+# Writes bench/results.json and prints the Markdown tables of docs/benchmarks.md.
+#   bench/run.sh [BUILD_DIR] [REPEATS] [MODELS...]
+set -euo pipefail
+build=${1:-build}
+repeats=${2:-5}
+shift $(( $# > 2 ? 2 : $# ))
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=(resnet18 resnet50 mobilenet_v2 mobilenet_v3_large shufflenet_v2_x1_0 fashion_cnn)
+here=$(cd "$(dirname "$0")" && pwd)
+python=/usr/bin/python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+results="$work/results.jsonl"
+
+for model in "${models[@]}"; do
+  echo "bench: $model" >&2
+  "$python" - "$model" "$work" "$here/../examples/fashion_mnist/fashion_cnn.pt" <<'PY'
+import shutil, sys, warnings
+import torch, torchvision
+warnings.simplefilter('ignore')
+name, work, demo = sys.argv[1:4]
+shape = (1, 28, 28) if name == 'fashion_cnn' else (3, 224, 224)
+g = torch.Generator().manual_seed(1)
+torch.save([torch.rand(4, *shape, generator=g) for _ in range(8)], f'{work}/calib.pt')
+torch.save(torch.rand(8, *shape, generator=g), f'{work}/eval.pt')
+if name == 'fashion_cnn':
+    shutil.copy(demo, f'{work}/{name}.pt')
+else:
+    torch.manual_seed(0)
+    m = getattr(torchvision.models, name)().eval()
+    torch.jit.trace(m, torch.rand(1, *shape, generator=g)).save(f'{work}/{name}.pt')
+PY
+  theirs=$("$python" "$here/flow.py" "$model" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$repeats")
+  ours=$("$build/bin/bench_flow" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$work/${model}_int8.pt" "$repeats")
+  echo "{\"model\": \"$model\", \"pytorch\": $theirs, \"qfx\": $ours}" >>"$results"
+done
+
+"$python" - "$results" "$here/results.json" "$repeats" <<'PY'
+import json, os, platform, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+flags = next((l.split(':', 1)[1].split() for l in open('/proc/cpuinfo') if l.startswith('flags')), [])
+cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
+machine = {'cpu': cpu, 'cores': os.cpu_count(), 'python': platform.python_version(),
+           'simd': [f for f in flags if f.startswith(('avx', 'fma', 'amx'))], 'repeats': int(sys.argv[3])}
+json.dump({'machine': machine, 'models': rows}, open(sys.argv[2], 'w'), indent=1)
+
+def s(x): return f"{x['median']:.4f} ({x['min']:.4f}-{x['max']:.4f})"
+def ms(x): return f"{1000 * x:.2f}"
+print(f"Machine: {cpu}, {os.cpu_count()} cores, {' '.join(machine['simd'])}; medians of {sys.argv[3]} repeats (min-max).\n")
+print('| model | nodes | PyTorch prepare s | qfx prepare s | x | PyTorch calibrate s | qfx calibrate s | x | PyTorch convert s | qfx convert s | x | prepare+convert x | qfx import s | qfx export s |')
+print('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+for r in rows:
+    p, q = r['pytorch'], r['qfx']
+    ratio = lambda k: p[k]['median'] / q[k]['median']
+    pc = (p['prepare']['median'] + p['convert']['median']) / (q['prepare']['median'] + q['convert']['median'])
+    print(f"| {r['model']} | {p['nodes']} / {q['nodes']} | {s(p['prepare'])} | {s(q['prepare'])} | {ratio('prepare'):.1f} "
+          f"| {s(p['calibrate'])} | {s(q['calibrate'])} | {ratio('calibrate'):.1f} | {s(p['convert'])} | {s(q['convert'])} "
+          f"| {ratio('convert'):.1f} | {pc:.1f} | {q['import']['median']:.3f} | {q['export']['median']:.3f} |")
+print('\nint8 latency, ms per batch (onednn): PyTorch converted GraphModule / qfx exported TorchScript from C++ / qfx interpreter, and PyTorch / qfx TorchScript')
+print('\n| model | batch, threads | PyTorch int8 | qfx TorchScript | qfx interpreter | x | float (qfx TorchScript) | int8 speed-up over float |')
+print('|---|---|---|---|---|---|---|---|')
+for r in rows:
+    pl, ql = r['pytorch']['latency'], r['qfx']['latency']
+    for key in ('b1_t1', 'b1_t2', 'b8_t1', 'b8_t2'):
+        b, t = key[1:].split('_t')
+        print(f"| {r['model']} | {b}, {t} | {ms(pl['int8_graph_module'][key])} | {ms(ql['int8_script'][key])} "
+              f"| {ms(ql['int8_interpreter'][key])} | {pl['int8_graph_module'][key] / ql['int8_script'][key]:.2f} "
+              f"| {ms(ql['float_script'][key])} | {ql['float_script'][key] / ql['int8_script'][key]:.2f} |")
+print('\n| model | float size MB | int8 size MB (qfx file / PyTorch state_dict) | SQNR int8 vs float dB (PyTorch / qfx) | peak memory MB (PyTorch / qfx) |')
+print('|---|---|---|---|---|')
+for r in rows:
+    p, q = r['pytorch'], r['qfx']
+    print(f"| {r['model']} | {q['size_float'] / 1e6:.1f} | {q['size_int8'] / 1e6:.1f} / {p['size_int8_state_dict'] / 1e6:.1f} "
+          f"| {p['sqnr_db']:.1f} / {q['sqnr_db']:.1f} | {p['peak_rss_mb']:.0f} / {q['peak_rss_mb']:.0f} |")
+PY
