@@ -6,6 +6,7 @@
 // the int8 output's SQNR against float, sizes and peak memory.
 //
 //   bench_flow MODEL.pt CALIB.pt EVAL.pt OUT_INT8.pt REPEATS
+// REPEATS is the least number of runs; more follow until the median settles.
 // Prints JSON.
 
 #include "qfx/backend/builtin_backends.h"
@@ -121,11 +122,23 @@ int main(int argc, char** argv) {
   at::Tensor eval = qfx::io::load_value(argv[3]).toTensor();
   Timings t;
   std::unique_ptr<qfx::ir::GraphModule> gm;
-  for (int r = 0; r < std::stoi(argv[5]); ++r) gm = run_flow(model, calib, out, t);
+  // at least REPEATS runs, then until the median of prepare + convert moves by
+  // less than 5% from one run to the next (at most 3 x REPEATS)
+  const int min_repeats = std::stoi(argv[5]);
+  std::vector<double> totals;
+  double previous = 0;
+  for (int r = 0; r < 3 * min_repeats; ++r) {
+    gm = run_flow(model, calib, out, t);
+    totals.push_back(t.prepare.back() + t.convert.back());
+    double median = summary(totals)["median"].get<double>();
+    if (r + 1 >= min_repeats && std::abs(median - previous) < 0.05 * median) break;
+    previous = median;
+  }
 
   nlohmann::json result = {{"import", summary(t.import)},       {"prepare", summary(t.prepare)},
                            {"calibrate", summary(t.calibrate)}, {"convert", summary(t.convert)},
-                           {"export", summary(t.export_)},      {"nodes", gm->graph().size()}};
+                           {"export", summary(t.export_)},      {"nodes", gm->graph().size()},
+                           {"repeats", totals.size()}};
   result["latency"] = latencies(model, out, *gm, eval);
   torch::jit::Module float_script = torch::jit::load(model);
   at::Tensor reference = float_script.forward({eval}).toTensor();

@@ -9,6 +9,8 @@ state_dict's size and peak memory.
 
     flow.py MODEL_NAME FLOAT.pt CALIB.pt EVAL.pt REPEATS
 
+REPEATS is the least number of runs; more follow until the median settles.
+
 MODEL_NAME is a torchvision model (random weights, seed 0, the same weights
 as FLOAT.pt, which run.sh traced from it) or fashion_cnn (the demo model, its
 weights read from FLOAT.pt). Prints JSON."""
@@ -100,8 +102,11 @@ def main():
     calib, x = torch.load(calib_file), torch.load(eval_file)
     mapping = get_default_qconfig_mapping('onednn')
     times = {'prepare': [], 'calibrate': [], 'convert': []}
+    min_repeats, previous = int(repeats), 0.0
     with torch.no_grad():
-        for _ in range(int(repeats)):
+        # at least REPEATS runs, then until the median of prepare + convert
+        # moves by less than 5% from one run to the next (at most 3 x REPEATS)
+        for r in range(3 * min_repeats):
             fresh = copy.deepcopy(model)
             start = time.perf_counter()
             prepared = prepare_fx(fresh, mapping, (calib[0],))
@@ -113,8 +118,13 @@ def main():
             start = time.perf_counter()
             quantized = convert_fx(prepared)
             times['convert'].append(time.perf_counter() - start)
+            median = statistics.median(p + c for p, c in zip(times['prepare'], times['convert']))
+            if r + 1 >= min_repeats and abs(median - previous) < 0.05 * median:
+                break
+            previous = median
         result = {k: summary(v) for k, v in times.items()}
         result['nodes'] = len(quantized.graph.nodes)
+        result['repeats'] = len(times['prepare'])
         result['latency'] = {'int8_graph_module': {}, 'float': {}}
         for threads in (1, 2):
             torch.set_num_threads(threads)

@@ -53,14 +53,16 @@ json.dump({'machine': machine, 'models': rows}, open(sys.argv[2], 'w'), indent=1
 
 def s(x): return f"{x['median']:.4f} ({x['min']:.4f}-{x['max']:.4f})"
 def ms(x): return f"{1000 * x:.2f}"
-print(f"Machine: {cpu}, {os.cpu_count()} cores, {' '.join(machine['simd'])}; medians of {sys.argv[3]} repeats (min-max).\n")
-print('| model | nodes | PyTorch prepare s | qfx prepare s | x | PyTorch calibrate s | qfx calibrate s | x | PyTorch convert s | qfx convert s | x | prepare+convert x | qfx import s | qfx export s |')
+print(f"Machine: {cpu}, {os.cpu_count()} cores, {' '.join(machine['simd'])}; medians (min-max) of at least "
+      f"{sys.argv[3]} runs, repeated until the median of prepare + convert moves by less than 5% "
+      f"(runs PyTorch / qfx in the first column).\n")
+print('| model (runs) | nodes | PyTorch prepare s | qfx prepare s | x | PyTorch calibrate s | qfx calibrate s | x | PyTorch convert s | qfx convert s | x | prepare+convert x | qfx import s | qfx export s |')
 print('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for r in rows:
     p, q = r['pytorch'], r['qfx']
     ratio = lambda k: p[k]['median'] / q[k]['median']
     pc = (p['prepare']['median'] + p['convert']['median']) / (q['prepare']['median'] + q['convert']['median'])
-    print(f"| {r['model']} | {p['nodes']} / {q['nodes']} | {s(p['prepare'])} | {s(q['prepare'])} | {ratio('prepare'):.1f} "
+    print(f"| {r['model']} ({p['repeats']} / {q['repeats']}) | {p['nodes']} / {q['nodes']} | {s(p['prepare'])} | {s(q['prepare'])} | {ratio('prepare'):.1f} "
           f"| {s(p['calibrate'])} | {s(q['calibrate'])} | {ratio('calibrate'):.1f} | {s(p['convert'])} | {s(q['convert'])} "
           f"| {ratio('convert'):.1f} | {pc:.1f} | {q['import']['median']:.3f} | {q['export']['median']:.3f} |")
 print('\nint8 latency, ms per batch (onednn): PyTorch converted GraphModule / qfx exported TorchScript from C++ / qfx interpreter, and PyTorch / qfx TorchScript')
