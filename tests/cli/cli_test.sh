@@ -349,6 +349,45 @@ expect_error 1 "bad-images-idx3-ubyte' is not an IDX file" -- eval "$demo_model"
 expect_error 1 "calibration data: .*bad-images-idx3-ubyte' is not an IDX file" -- quantize "$demo_model" -o "$work/bad.pt" \
   --calib "$work/bad-images-idx3-ubyte"
 
+# progress on a terminal (script(1) gives qfx a pseudo-terminal): a bar redrawn
+# in place with batches, images/s and ETA
+script -qec "'$qfx' eval '$demo_model' --data '$fmnist/t10k-images-idx3-ubyte.gz' --limit-batches 20" /dev/null |
+  tr '\r' '\n' >"$work/tty.txt" || fail "eval on a terminal exited $?"
+grep -qE '^eval \[#+\] 20/20 batches, [0-9]+ images/s, ETA [0-9]+s' "$work/tty.txt" ||
+  fail "eval on a terminal: no progress bar: $(head -c 300 "$work/tty.txt")"
+[ "$(grep -c '^eval \[' "$work/tty.txt")" -ge 10 ] || fail "eval on a terminal: the bar is not redrawn per batch"
+
+# streaming: a 314 MB IDX file (plain, gzipped, and read in a seeded order)
+# costs the same memory as the 8 MB test set, not the file
+"$python" - "$work" <<'PY'
+import gzip, os, struct, sys
+import numpy as np
+n, work = 400000, sys.argv[1]
+block = np.zeros((10000, 784), np.uint8)
+block[:, ::7] = 200
+for name, magic, header, chunk in (('big-images-idx3-ubyte', 2051, (n, 28, 28), block.tobytes()),
+                                   ('big-labels-idx1-ubyte', 2049, (n,), (np.arange(10000) % 10).astype(np.uint8).tobytes())):
+    with open(os.path.join(work, name), 'wb') as plain, gzip.open(os.path.join(work, name + '.gz'), 'wb', 1) as packed:
+        for f in (plain, packed):
+            f.write(struct.pack('>I' + 'I' * len(header), magic, *header))
+            for _ in range(n // 10000):
+                f.write(chunk)
+PY
+peak_mb() {  # peak resident memory of `qfx eval` on the data in "$@", in MB
+  "$python" -c "
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)" \
+    "$qfx" eval "$demo_model" --limit-batches 4 -q --data "$@"
+}
+small=$(peak_mb "$fmnist/t10k-images-idx3-ubyte.gz")
+for data in "$work/big-images-idx3-ubyte" "$work/big-images-idx3-ubyte.gz" "$work/big-images-idx3-ubyte.gz --seed 1"; do
+  # shellcheck disable=SC2086
+  big=$(peak_mb $data) || fail "eval on $data exited $?"
+  [ "$big" -le $((small + 40)) ] || fail "eval on $data: peak ${big} MB, ${small} MB on the small test set"
+done
+rm -f "$work"/big-*
+
 # --- qfx compare, qfx report, quantize --train -----------------------------------
 "$qfx" compare "$fixtures/compare_model.pt" "$work/cmp_int8.pt" --data "$fixtures/compare_data.pt" --batch-size 8 \
   >/dev/null 2>"$work/err" && fail "compare of a missing quantized file exited 0"
