@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 
@@ -57,6 +58,24 @@ at::Tensor normalize(const at::Tensor& x, const DataOptions& options) {
   at::Tensor mean = at::tensor(options.mean, at::kDouble).to(x.scalar_type()).reshape(shape);
   at::Tensor std = at::tensor(options.std, at::kDouble).to(x.scalar_type()).reshape(shape);
   return (x - mean) / std;
+}
+
+void OrderedItemSource::set_order(int64_t available) {
+  order_ = item_order(available, options_.seed);
+  order_.resize(static_cast<size_t>(items_to_read(available, options_)));
+}
+
+std::optional<Batch> OrderedItemSource::next() {
+  if (position_ >= num_items()) return std::nullopt;
+  int64_t n = std::min<int64_t>(batch_size_, num_items() - position_);
+  std::vector<int64_t> indexes(order_.begin() + position_, order_.begin() + position_ + n);
+  auto [inputs, labels] = read_items(indexes, position_);
+  Batch batch;
+  batch.inputs = {normalize(inputs, options_)};
+  batch.labels = labels;
+  batch.first_index = position_;
+  position_ += n;
+  return batch;
 }
 
 }  // namespace detail

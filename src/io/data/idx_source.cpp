@@ -100,48 +100,36 @@ std::string labels_path(const std::string& images) {
   return std::filesystem::exists(labels) ? labels.string() : "";
 }
 
-class IdxSource final : public DataSource {
+class IdxSource final : public OrderedItemSource {
  public:
   IdxSource(const std::string& path, const DataOptions& options)
-      : DataSource(options.batch_size), options_(options), images_(path, 3, options.seed.has_value()) {
+      : OrderedItemSource(options), images_(path, 3, options.seed.has_value()) {
     std::string labels = labels_path(path);
     if (!labels.empty()) {
       labels_ = std::make_unique<IdxFile>(labels, 1, options.seed.has_value());
       TORCH_CHECK(labels_->count() == images_.count(), "'", labels, "' holds ", labels_->count(), " labels for ",
                   images_.count(), " images in '", path, "'");
     }
-    order_ = item_order(images_.count(), options.seed);
-    order_.resize(static_cast<size_t>(items_to_read(images_.count(), options)));
+    set_order(images_.count());
   }
 
-  std::optional<Batch> next() override {
-    if (position_ >= static_cast<int64_t>(order_.size())) return std::nullopt;
-    int64_t n = std::min<int64_t>(batch_size_, static_cast<int64_t>(order_.size()) - position_);
+  int64_t num_classes() const override { return labels_ ? 10 : 0; }
+
+ private:
+  std::pair<at::Tensor, at::Tensor> read_items(const std::vector<int64_t>& file_indexes, int64_t) override {
+    auto n = static_cast<int64_t>(file_indexes.size());
     int64_t rows = images_.dims()[1], cols = images_.dims()[2];
     at::Tensor pixels = at::empty({n, 1, rows, cols}, at::kByte);
     at::Tensor labels = labels_ ? at::empty({n}, at::kByte) : at::Tensor();
     for (int64_t i = 0; i < n; ++i) {
-      int64_t item = order_[position_ + i];
-      images_.read(item, pixels.data_ptr<uint8_t>() + i * rows * cols);
-      if (labels_) labels_->read(item, labels.data_ptr<uint8_t>() + i);
+      images_.read(file_indexes[i], pixels.data_ptr<uint8_t>() + i * rows * cols);
+      if (labels_) labels_->read(file_indexes[i], labels.data_ptr<uint8_t>() + i);
     }
-    Batch batch;
-    batch.inputs = {normalize(pixels.to(at::kFloat).div_(255.0), options_)};
-    if (labels.defined()) batch.labels = labels.to(at::kLong);
-    batch.first_index = position_;
-    position_ += n;
-    return batch;
+    return {pixels.to(at::kFloat).div_(255.0), labels.defined() ? labels.to(at::kLong) : at::Tensor()};
   }
 
-  int64_t num_items() const override { return static_cast<int64_t>(order_.size()); }
-  int64_t num_classes() const override { return labels_ ? 10 : 0; }
-
- private:
-  DataOptions options_;
   IdxFile images_;
   std::unique_ptr<IdxFile> labels_;
-  std::vector<int64_t> order_;
-  int64_t position_ = 0;
 };
 
 }  // namespace

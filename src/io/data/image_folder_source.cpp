@@ -59,10 +59,9 @@ at::Tensor load_image(const fs::path& file, int64_t index, const DataOptions& op
   return image.slice(2, top, top + options.crop_size).slice(3, left, left + options.crop_size).squeeze(0);
 }
 
-class ImageFolderSource final : public DataSource {
+class ImageFolderSource final : public OrderedItemSource {
  public:
-  ImageFolderSource(const std::string& path, const DataOptions& options)
-      : DataSource(options.batch_size), options_(options) {
+  ImageFolderSource(const std::string& path, const DataOptions& options) : OrderedItemSource(options) {
     std::vector<fs::path> classes = sorted_entries(path, /*directories=*/true);
     TORCH_CHECK(!classes.empty(), "data folder '", path, "' has no class sub-folders");
     for (size_t label = 0; label < classes.size(); ++label) {
@@ -72,41 +71,31 @@ class ImageFolderSource final : public DataSource {
     }
     TORCH_CHECK(!items_.empty(), "data folder '", path, "' holds no PNG or JPEG images");
     num_classes_ = static_cast<int64_t>(classes.size());
-    order_ = item_order(static_cast<int64_t>(items_.size()), options.seed);
-    order_.resize(static_cast<size_t>(items_to_read(static_cast<int64_t>(items_.size()), options)));
+    set_order(static_cast<int64_t>(items_.size()));
   }
 
-  std::optional<Batch> next() override {
-    if (position_ >= static_cast<int64_t>(order_.size())) return std::nullopt;
-    int64_t n = std::min<int64_t>(batch_size_, static_cast<int64_t>(order_.size()) - position_);
-    std::vector<at::Tensor> images;
-    at::Tensor labels = at::empty({n}, at::kLong);
-    for (int64_t i = 0; i < n; ++i) {
-      const Item& item = items_[order_[position_ + i]];
-      images.push_back(load_image(item.file, position_ + i, options_));
-      labels[i] = item.label;
-    }
-    Batch batch;
-    batch.inputs = {normalize(at::stack(images), options_)};
-    batch.labels = labels;
-    batch.first_index = position_;
-    position_ += n;
-    return batch;
-  }
-
-  int64_t num_items() const override { return static_cast<int64_t>(order_.size()); }
   int64_t num_classes() const override { return num_classes_; }
 
  private:
+  std::pair<at::Tensor, at::Tensor> read_items(const std::vector<int64_t>& file_indexes,
+                                               int64_t first_position) override {
+    auto n = static_cast<int64_t>(file_indexes.size());
+    std::vector<at::Tensor> images;
+    at::Tensor labels = at::empty({n}, at::kLong);
+    for (int64_t i = 0; i < n; ++i) {
+      const Item& item = items_[file_indexes[i]];
+      images.push_back(load_image(item.file, first_position + i, options_));
+      labels[i] = item.label;
+    }
+    return {at::stack(images), labels};
+  }
+
   struct Item {
     fs::path file;
     int64_t label;
   };
-  DataOptions options_;
   std::vector<Item> items_;
-  std::vector<int64_t> order_;
   int64_t num_classes_ = 0;
-  int64_t position_ = 0;
 };
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace {
 
 class TensorSource final : public DataSource {
  public:
-  TensorSource(const std::string& path, const DataOptions& options) : DataSource(options.batch_size), path_(path) {
+  TensorSource(const std::string& path, const DataOptions& options) : DataSource(options.batch_size) {
     c10::IValue data = io::load_value(path);
     if (data.isTensor()) {
       at::Tensor all = data.toTensor();
@@ -53,7 +53,6 @@ class TensorSource final : public DataSource {
     batches_.push_back(std::move(batch));
   }
 
-  std::string path_;
   std::vector<Batch> batches_;  // with their first indexes
   int64_t items_ = 0;
   size_t next_ = 0;
