@@ -153,38 +153,58 @@ at::Tensor combine_histograms(const at::Tensor& orig_hist, const at::Tensor& new
 
 namespace {
 
-// HistogramObserver._get_norm: density * (end^3 - begin^3) / 3.
-at::Tensor l2_norm(const at::Tensor& begin, const at::Tensor& end, const at::Tensor& density) {
-  at::Tensor norm = (end * end * end - begin * begin * begin) / 3;
-  return density * norm;
+// clamp(div(a, b, rounding_mode="floor"), 0, last) for float a and b > 0.
+// ATen's floor division (fmod, then the exact quotient) gives the floor of
+// the real quotient a / b; so does the double quotient of two floats, which
+// cannot round up to the next integer (its distance to an integer is at
+// least 2^-48 relative, beyond double's rounding). The clamp to [0, last]
+// makes truncation the floor.
+float dst_bin(float a, float b, float last) {
+  const double q = static_cast<double>(a) / static_cast<double>(b);
+  if (!(q > 0)) return 0.0f;
+  if (q >= static_cast<double>(last)) return last;
+  return static_cast<float>(static_cast<int64_t>(q));
 }
 
-// HistogramObserver._compute_quantization_error, op for op.
-double quantization_error(const at::Tensor& histogram, double bin_width, int64_t start_bin, int64_t end_bin,
-                          int64_t dst_nbins) {
-  const int64_t bins = histogram.numel();
-  double dst_bin_width = bin_width * static_cast<double>(end_bin - start_bin + 1) / static_cast<double>(dst_nbins);
-  if (dst_bin_width == 0.0) return 0.0;
-  at::Tensor src_bin = at::arange(bins);
-  at::Tensor src_bin_begin = (src_bin - start_bin) * bin_width;
-  at::Tensor src_bin_end = src_bin_begin + bin_width;
-  at::Tensor dst_bin_of_begin = at::clamp(at::div(src_bin_begin, dst_bin_width, "floor"), 0, dst_nbins - 1);
-  at::Tensor dst_bin_of_begin_center = (dst_bin_of_begin + 0.5) * dst_bin_width;
-  at::Tensor dst_bin_of_end = at::clamp(at::div(src_bin_end, dst_bin_width, "floor"), 0, dst_nbins - 1);
-  at::Tensor density = histogram / bin_width;
-  at::Tensor norm = at::zeros({bins});
-  at::Tensor delta_begin = src_bin_begin - dst_bin_of_begin_center;
-  norm += l2_norm(delta_begin, at::ones({bins}) * (dst_bin_width / 2), density);
-  norm += (dst_bin_of_end - dst_bin_of_begin - 1) *
-          l2_norm(at::scalar_tensor(-dst_bin_width / 2, at::kFloat), at::scalar_tensor(dst_bin_width / 2, at::kFloat),
-                  density);
-  at::Tensor dst_bin_of_end_center = dst_bin_of_end * dst_bin_width + dst_bin_width / 2;
-  at::Tensor delta_end = src_bin_end - dst_bin_of_end_center;
-  norm += l2_norm(at::scalar_tensor(-dst_bin_width / 2, at::kFloat), delta_end, density);
-  return norm.sum().item<double>();
+// HistogramObserver._get_norm for one bin: density * (end^3 - begin^3) / 3.
+float l2_norm(float begin, float end, float density) {
+  return density * ((end * end * end - begin * begin * begin) / 3.0f);
 }
 
 }  // namespace
+
+double quantization_error(const at::Tensor& histogram, double bin_width, int64_t start_bin, int64_t end_bin,
+                          int64_t dst_nbins) {
+  const int64_t bins = histogram.numel();
+  const double dst_bin_width =
+      bin_width * static_cast<double>(end_bin - start_bin + 1) / static_cast<double>(dst_nbins);
+  if (dst_bin_width == 0.0) return 0.0;
+  // Python floats meet float32 tensors as float32 values.
+  const float width = static_cast<float>(bin_width);
+  const float dst_width = static_cast<float>(dst_bin_width);
+  const float half = static_cast<float>(dst_bin_width / 2);
+  const float minus_half = static_cast<float>(-dst_bin_width / 2);
+  const float last = static_cast<float>(dst_nbins - 1);
+  const at::Tensor contiguous = histogram.contiguous();
+  const float* hist = contiguous.data_ptr<float>();
+  at::Tensor norm_tensor = at::empty({bins}, at::kFloat);
+  float* norm = norm_tensor.data_ptr<float>();
+  for (int64_t k = 0; k < bins; ++k) {
+    const float begin = static_cast<float>(k - start_bin) * width;
+    const float end = begin + width;
+    const float dst_of_begin = dst_bin(begin, dst_width, last);
+    const float dst_of_end = dst_bin(end, dst_width, last);
+    const float density = hist[k] / width;
+    const float begin_center = (dst_of_begin + 0.5f) * dst_width;
+    const float end_center = dst_of_end * dst_width + half;
+    float n = 0.0f + l2_norm(begin - begin_center, half, density);
+    n = n + (dst_of_end - dst_of_begin - 1.0f) * l2_norm(minus_half, half, density);
+    n = n + l2_norm(minus_half, end - end_center, density);
+    norm[k] = n;
+  }
+  // the sum in ATen's own reduction order
+  return norm_tensor.sum().item<double>();
+}
 
 std::pair<at::Tensor, at::Tensor> non_linear_param_search(const at::Tensor& histogram, const at::Tensor& min_val,
                                                           const at::Tensor& max_val, int64_t dst_nbins) {

@@ -6,7 +6,8 @@
 //   combine           _combine_histograms: upsample x U, place at start_idx,
 //                     cumsum in double, take every D-th, difference, / U
 //   param_search      _non_linear_param_search (the L2 "non-ideal" range
-//                     search), with the per-step error computed by ATen ops
+//                     search)
+//   quantization_error _compute_quantization_error, one loop over the bins
 
 #include <ATen/core/Tensor.h>
 
@@ -21,6 +22,12 @@ at::Tensor histc(const at::Tensor& x, int64_t bins, double min, double max);
 /// `HistogramObserver._combine_histograms(orig_hist, new_hist, ...)`.
 at::Tensor combine_histograms(const at::Tensor& orig_hist, const at::Tensor& new_hist, int64_t upsample_rate,
                               int64_t downsample_rate, int64_t start_idx, int64_t bins);
+
+/// `HistogramObserver._compute_quantization_error(start_bin, end_bin)` for a
+/// float32 histogram whose bins are `bin_width` wide (a Python float): the L2
+/// error of quantizing bins [start_bin, end_bin] into `dst_nbins` levels.
+double quantization_error(const at::Tensor& histogram, double bin_width, int64_t start_bin, int64_t end_bin,
+                          int64_t dst_nbins);
 
 /// `HistogramObserver._non_linear_param_search()`: the (min, max) that
 /// minimize the L2 quantization error, as 0-dim float32 tensors.

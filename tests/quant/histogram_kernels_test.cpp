@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace qfx::quant::detail {
 namespace {
 
@@ -53,6 +55,54 @@ TEST(HistogramKernels, CombineLikeATen) {
                           combine_with_aten(new_hist, old_hist, up, down, start, bins)))
         << "trial " << trial;
   }
+}
+
+
+// _compute_quantization_error with ATen ops, as PyTorch writes it.
+double quantization_error_with_aten(const at::Tensor& histogram, double bin_width, int64_t start_bin,
+                                    int64_t end_bin, int64_t dst_nbins) {
+  auto get_norm = [](const at::Tensor& begin, const at::Tensor& end, const at::Tensor& density) {
+    return density * ((end * end * end - begin * begin * begin) / 3);
+  };
+  const int64_t bins = histogram.numel();
+  double dst_bin_width = bin_width * static_cast<double>(end_bin - start_bin + 1) / static_cast<double>(dst_nbins);
+  if (dst_bin_width == 0.0) return 0.0;
+  at::Tensor src_bin_begin = (at::arange(bins) - start_bin) * bin_width;
+  at::Tensor src_bin_end = src_bin_begin + bin_width;
+  at::Tensor dst_bin_of_begin = at::clamp(at::div(src_bin_begin, dst_bin_width, "floor"), 0, dst_nbins - 1);
+  at::Tensor dst_bin_of_begin_center = (dst_bin_of_begin + 0.5) * dst_bin_width;
+  at::Tensor dst_bin_of_end = at::clamp(at::div(src_bin_end, dst_bin_width, "floor"), 0, dst_nbins - 1);
+  at::Tensor density = histogram / bin_width;
+  at::Tensor norm = at::zeros({bins});
+  at::Tensor half = at::scalar_tensor(dst_bin_width / 2, at::kFloat);
+  at::Tensor minus_half = at::scalar_tensor(-dst_bin_width / 2, at::kFloat);
+  norm += get_norm(src_bin_begin - dst_bin_of_begin_center, at::ones({bins}) * (dst_bin_width / 2), density);
+  norm += (dst_bin_of_end - dst_bin_of_begin - 1) * get_norm(minus_half, half, density);
+  at::Tensor dst_bin_of_end_center = dst_bin_of_end * dst_bin_width + dst_bin_width / 2;
+  norm += get_norm(minus_half, src_bin_end - dst_bin_of_end_center, density);
+  return norm.sum().item<double>();
+}
+
+TEST(HistogramKernels, QuantizationErrorLikeATen) {
+  at::manual_seed(2);
+  int64_t compared = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    const int64_t bins = trial % 3 == 0 ? 256 : 2048;
+    at::Tensor hist = at::floor(at::rand({bins}) * (trial % 2 == 0 ? 1000 : 7));
+    if (trial % 4 == 1) hist.slice(0, 0, bins / 3).zero_();  // a ReLU-like empty left part
+    const double width = std::pow(10.0, trial % 7 - 4) * (1 + trial / 7.0);
+    for (int64_t start = 0; start < bins; start += 1 + bins / 23) {
+      for (int64_t end = bins - 1; end >= start; end -= 1 + bins / 19) {
+        for (int64_t levels : {256, 128}) {
+          ASSERT_EQ(quantization_error(hist, width, start, end, levels),
+                    quantization_error_with_aten(hist, width, start, end, levels))
+              << "trial " << trial << " bins [" << start << ", " << end << "] levels " << levels;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 10000);
 }
 
 }  // namespace
