@@ -1,0 +1,155 @@
+// Weight kernels. quantize_channels reproduces ATen's quantize_val:
+// q = clamp(int64(zero_point + nearbyint(x * (1.0f / float(scale)))), qmin,
+// qmax), the sum in float; SSE2's float-to-int conversion rounds to nearest
+// even as nearbyint does.
+
+#include "weight_kernels.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+namespace qfx::quant::detail {
+
+namespace {
+
+/// Minimum and maximum of n floats; NaN if any is NaN.
+std::pair<float, float> span_minmax(const float* x, int64_t n) {
+  float lo = x[0], hi = x[0];
+  bool nan = false;
+  int64_t i = 0;
+#ifdef __SSE2__
+  if (n >= 4) {
+    __m128 vlo = _mm_loadu_ps(x), vhi = vlo, vnan = _mm_cmpunord_ps(vlo, vlo);
+    for (i = 4; i + 4 <= n; i += 4) {
+      __m128 v = _mm_loadu_ps(x + i);
+      vlo = _mm_min_ps(vlo, v);
+      vhi = _mm_max_ps(vhi, v);
+      vnan = _mm_or_ps(vnan, _mm_cmpunord_ps(v, v));
+    }
+    alignas(16) float l[4], h[4];
+    _mm_store_ps(l, vlo);
+    _mm_store_ps(h, vhi);
+    nan = _mm_movemask_ps(vnan) != 0;
+    lo = std::min({l[0], l[1], l[2], l[3]});
+    hi = std::max({h[0], h[1], h[2], h[3]});
+  }
+#endif
+  for (; i < n; ++i) {
+    nan = nan || std::isnan(x[i]);
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  if (nan) lo = hi = std::numeric_limits<float>::quiet_NaN();
+  return {lo, hi};
+}
+
+/// ATen's quantize_val for one element.
+template <typename Q>
+Q quantize_one(float inv_scale, float zero_point, float x) {
+  constexpr int64_t qmin = std::numeric_limits<Q>::min();
+  constexpr int64_t qmax = std::numeric_limits<Q>::max();
+  auto q = static_cast<int64_t>(zero_point + std::nearbyint(x * inv_scale));
+  return static_cast<Q>(std::min(std::max(q, qmin), qmax));
+}
+
+/// n elements of one channel, four at a time where all four products are
+/// finite and below 2^30 in magnitude (the rest, rare, one at a time as ATen).
+template <typename Q>
+void quantize_span(const float* x, int64_t n, double scale, int64_t zero_point, Q* out) {
+  const float inv_scale = 1.0f / static_cast<float>(scale);
+  const auto zp = static_cast<float>(zero_point);
+  int64_t i = 0;
+#ifdef __SSE2__
+  const __m128 vinv = _mm_set1_ps(inv_scale), vzp = _mm_set1_ps(zp), vlimit = _mm_set1_ps(1073741824.0f);
+  const __m128 vabs = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  const __m128i vqmin = _mm_set1_epi32(std::numeric_limits<Q>::min());
+  const __m128i vqmax = _mm_set1_epi32(std::numeric_limits<Q>::max());
+  for (; i + 4 <= n; i += 4) {
+    __m128 p = _mm_mul_ps(_mm_loadu_ps(x + i), vinv);
+    if (_mm_movemask_ps(_mm_cmpnlt_ps(_mm_and_ps(p, vabs), vlimit)) != 0) {  // large, infinite or NaN
+      for (int k = 0; k < 4; ++k) out[i + k] = quantize_one<Q>(inv_scale, zp, x[i + k]);
+      continue;
+    }
+    // nearbyint, then zero_point + that in float, then the truncating cast
+    __m128 sum = _mm_add_ps(vzp, _mm_cvtepi32_ps(_mm_cvtps_epi32(p)));
+    __m128i q = _mm_cvttps_epi32(sum);
+    __m128i low = _mm_cmplt_epi32(q, vqmin), high = _mm_cmpgt_epi32(q, vqmax);
+    q = _mm_or_si128(_mm_andnot_si128(low, q), _mm_and_si128(low, vqmin));
+    q = _mm_or_si128(_mm_andnot_si128(high, q), _mm_and_si128(high, vqmax));
+    alignas(16) int32_t lanes[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), q);
+    for (int k = 0; k < 4; ++k) out[i + k] = static_cast<Q>(lanes[k]);
+  }
+#endif
+  for (; i < n; ++i) out[i] = quantize_one<Q>(inv_scale, zp, x[i]);
+}
+
+template <typename QInt>
+at::Tensor quantize_typed(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& zero_points,
+                             int64_t axis, c10::ScalarType dtype) {
+  using Q = typename QInt::underlying;
+  at::Tensor s = scales.to(at::kDouble).contiguous();
+  at::Tensor z = zero_points.to(at::kLong).contiguous();
+  at::Tensor out = at::_empty_per_channel_affine_quantized(x.sizes(), s, z, axis, at::device(at::kCPU).dtype(dtype));
+  const int64_t channels = x.size(axis);
+  const int64_t batches = c10::size_to_dim_(axis, x.sizes());
+  const int64_t elements = c10::size_from_dim_(axis + 1, x.sizes());
+  const float* in = x.data_ptr<float>();
+  Q* q = reinterpret_cast<Q*>(out.data_ptr<QInt>());
+  const double* sd = s.data_ptr<double>();
+  const int64_t* zd = z.data_ptr<int64_t>();
+  at::parallel_for(0, batches * channels, std::max<int64_t>(1, 32768 / std::max<int64_t>(elements, 1)),
+                   [&](int64_t first, int64_t last) {
+                     for (int64_t bc = first; bc < last; ++bc) {
+                       int64_t c = bc % channels;
+                       quantize_span<Q>(in + bc * elements, elements, sd[c], zd[c], q + bc * elements);
+                     }
+                   });
+  return out;
+}
+
+bool zero_points_fit(const at::Tensor& zero_points, int64_t qmin, int64_t qmax) {
+  at::Tensor z = zero_points.to(at::kLong);
+  return z.numel() == 0 || (z.min().item<int64_t>() >= qmin && z.max().item<int64_t>() <= qmax);
+}
+
+}  // namespace
+
+std::pair<at::Tensor, at::Tensor> row_aminmax(const at::Tensor& rows_in) {
+  TORCH_CHECK(rows_in.dim() == 2 && rows_in.size(1) > 0, "row_aminmax: expected non-empty rows");
+  at::Tensor rows = rows_in.to(at::kFloat).contiguous();
+  const int64_t n = rows.size(0), width = rows.size(1);
+  at::Tensor lo = at::empty({n}, at::kFloat), hi = at::empty({n}, at::kFloat);
+  const float* data = rows.data_ptr<float>();
+  float* lo_data = lo.data_ptr<float>();
+  float* hi_data = hi.data_ptr<float>();
+  at::parallel_for(0, n, std::max<int64_t>(1, 32768 / width), [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) std::tie(lo_data[r], hi_data[r]) = span_minmax(data + r * width, width);
+  });
+  return {lo, hi};
+}
+
+at::Tensor quantize_channels(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& zero_points,
+                                int64_t axis, c10::ScalarType dtype) {
+  const bool simple = x.scalar_type() == at::kFloat && x.device().is_cpu() && x.is_contiguous() && x.dim() > 0 &&
+                      axis >= 0 && axis < x.dim() && scales.dim() == 1 && zero_points.dim() == 1 &&
+                      !at::isFloatingType(zero_points.scalar_type()) &&  // float qparams: ATen
+                      scales.numel() == x.size(axis) && zero_points.numel() == x.size(axis);
+  if (simple && dtype == at::kQInt8 && zero_points_fit(zero_points, -128, 127)) {
+    return quantize_typed<c10::qint8>(x, scales, zero_points, axis, dtype);
+  }
+  if (simple && dtype == at::kQUInt8 && zero_points_fit(zero_points, 0, 255)) {
+    return quantize_typed<c10::quint8>(x, scales, zero_points, axis, dtype);
+  }
+  return at::quantize_per_channel(x, scales, zero_points, axis, dtype);
+}
+
+}  // namespace qfx::quant::detail

@@ -1,0 +1,26 @@
+#pragma once
+// Kernels for the weights convert works on, written as loops that give the
+// same values as the ATen ops PyTorch 1.13 runs for them, parallel over
+// channels:
+//
+//   row_aminmax           at::aminmax(rows, 1): per-row minimum and maximum
+//   quantize_channels     at::quantize_per_channel to qint8 / quint8
+
+#include <ATen/core/Tensor.h>
+
+#include <utility>
+
+namespace qfx::quant::detail {
+
+/// `at::aminmax(rows, 1)` for a 2-d float32 tensor: each row's minimum and
+/// maximum (NaN if the row has one), as float32 tensors of `rows.size(0)`.
+std::pair<at::Tensor, at::Tensor> row_aminmax(const at::Tensor& rows);
+
+/// `at::quantize_per_channel(x, scales, zero_points, axis, dtype)`: the same
+/// quantized tensor. Float32 input to qint8 / quint8 with integer zero points
+/// is computed here; other cases (float qparams of embeddings), and invalid
+/// arguments (for ATen's errors), go to ATen.
+at::Tensor quantize_channels(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& zero_points,
+                                int64_t axis, c10::ScalarType dtype);
+
+}  // namespace qfx::quant::detail
