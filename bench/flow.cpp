@@ -3,10 +3,15 @@
 // batches), convert_fx, export (median of repeats, each on a fresh import),
 // then latency of the exported int8 TorchScript (torch::jit), of the qfx
 // interpreter and of the float model at batch 1 and 8 with 1 and 2 threads,
-// the int8 output's SQNR against float, sizes and peak memory.
+// the int8 output's SQNR against float, sizes and peak memory; and the float
+// forward over the calibration batches, the baseline of observer overhead.
 //
-//   bench_flow MODEL.pt CALIB.pt EVAL.pt OUT_INT8.pt REPEATS
+//   bench_flow MODEL.pt CALIB.pt EVAL.pt OUT_INT8.pt REPEATS [ENGINE]
+//   bench_flow --latency ENGINE MODEL.pt INT8.pt EVAL.pt
 // REPEATS is the least number of runs; more follow until the median settles.
+// ENGINE is onednn (default) or qnnpack: its default qconfig mapping and
+// quantized engine. --latency measures the exported int8 file and the float
+// model only (bench/run.sh runs it again under OMP_WAIT_POLICY=PASSIVE).
 // Prints JSON.
 
 #include "qfx/backend/builtin_backends.h"
@@ -28,6 +33,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -68,12 +74,12 @@ struct Timings {
 };
 
 std::unique_ptr<qfx::ir::GraphModule> run_flow(const std::string& model, const std::vector<c10::IValue>& calib,
-                                               const std::string& out, Timings& t) {
+                                               const std::string& out, const std::string& engine, Timings& t) {
   auto start = Clock::now();
   auto gm = qfx::io::import_torchscript(model);
   t.import.push_back(seconds_since(start));
   start = Clock::now();
-  qfx::prepare_fx(*gm, qfx::quant::get_default_qconfig_mapping("onednn"), qfx::backend::get_native_backend_config());
+  qfx::prepare_fx(*gm, qfx::quant::get_default_qconfig_mapping(engine), qfx::backend::get_native_backend_config());
   t.prepare.push_back(seconds_since(start));
   start = Clock::now();
   qfx::ir::Interpreter interpreter(*gm);
@@ -88,12 +94,13 @@ std::unique_ptr<qfx::ir::GraphModule> run_flow(const std::string& model, const s
   return gm;
 }
 
-nlohmann::json latencies(const std::string& model, const std::string& int8, qfx::ir::GraphModule& converted,
+/// Latency of the exported int8 file, the float model and (if given) the
+/// interpreter on the converted model, at batch 1 and 8 with 1 and 2 threads.
+nlohmann::json latencies(const std::string& model, const std::string& int8, qfx::ir::GraphModule* converted,
                          const at::Tensor& eval) {
   torch::jit::Module float_script = torch::jit::load(model);
   float_script.eval();
   torch::jit::Module int8_script = torch::jit::load(int8);
-  qfx::ir::Interpreter interpreter(converted);
   nlohmann::json out;
   for (int threads : {1, 2}) {
     at::set_num_threads(threads);
@@ -101,23 +108,56 @@ nlohmann::json latencies(const std::string& model, const std::string& int8, qfx:
       at::Tensor x = eval.slice(0, 0, batch).contiguous();
       std::string key = "b" + std::to_string(batch) + "_t" + std::to_string(threads);
       out["int8_script"][key] = latency([&] { int8_script.forward({x}); });
-      out["int8_interpreter"][key] = latency([&] { interpreter.run({x}); });
+      if (converted) {
+        qfx::ir::Interpreter interpreter(*converted);
+        out["int8_interpreter"][key] = latency([&] { interpreter.run({x}); });
+      }
       out["float_script"][key] = latency([&] { float_script.forward({x}); });
     }
   }
+  at::set_num_threads(2);
   return out;
+}
+
+/// Median seconds of the float model's forward over the calibration batches.
+nlohmann::json float_forward(const std::string& model, const std::vector<c10::IValue>& calib) {
+  auto gm = qfx::io::import_torchscript(model);
+  qfx::ir::Interpreter interpreter(*gm);
+  for (const c10::IValue& batch : calib) interpreter.run({batch});  // warm-up
+  std::vector<double> times;
+  for (int r = 0; r < 3; ++r) {
+    auto start = Clock::now();
+    for (const c10::IValue& batch : calib) interpreter.run({batch});
+    times.push_back(seconds_since(start));
+  }
+  return summary(times);
+}
+
+at::QEngine quantized_engine(const std::string& engine) {
+  if (engine == "onednn") return at::QEngine::ONEDNN;
+  if (engine == "qnnpack") return at::QEngine::QNNPACK;
+  throw std::invalid_argument("unknown engine " + engine + " (onednn or qnnpack)");
+}
+
+int latency_only(char** argv) {
+  at::globalContext().setQEngine(quantized_engine(argv[2]));
+  at::Tensor eval = qfx::io::load_value(argv[5]).toTensor();
+  std::cout << nlohmann::json{{"latency", latencies(argv[3], argv[4], nullptr, eval)}}.dump() << "\n";
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::cerr << "usage: bench_flow MODEL.pt CALIB.pt EVAL.pt OUT_INT8.pt REPEATS\n";
+  c10::InferenceMode no_autograd;
+  if (argc == 6 && std::string(argv[1]) == "--latency") return latency_only(argv);
+  if (argc != 6 && argc != 7) {
+    std::cerr << "usage: bench_flow MODEL.pt CALIB.pt EVAL.pt OUT_INT8.pt REPEATS [ENGINE]\n"
+                 "       bench_flow --latency ENGINE MODEL.pt INT8.pt EVAL.pt\n";
     return 2;
   }
-  std::string model = argv[1], out = argv[4];
-  c10::InferenceMode no_autograd;
-  at::globalContext().setQEngine(at::QEngine::ONEDNN);
+  std::string model = argv[1], out = argv[4], engine = argc == 7 ? argv[6] : "onednn";
+  at::globalContext().setQEngine(quantized_engine(engine));
   std::vector<c10::IValue> calib = qfx::io::as_inputs(qfx::io::load_value(argv[2]), "calib");
   at::Tensor eval = qfx::io::load_value(argv[3]).toTensor();
   Timings t;
@@ -128,7 +168,7 @@ int main(int argc, char** argv) {
   std::vector<double> totals;
   double previous = 0;
   for (int r = 0; r < 3 * min_repeats; ++r) {
-    gm = run_flow(model, calib, out, t);
+    gm = run_flow(model, calib, out, engine, t);
     totals.push_back(t.prepare.back() + t.convert.back());
     double median = summary(totals)["median"].get<double>();
     if (r + 1 >= min_repeats && std::abs(median - previous) < 0.05 * median) break;
@@ -139,7 +179,8 @@ int main(int argc, char** argv) {
                            {"calibrate", summary(t.calibrate)}, {"convert", summary(t.convert)},
                            {"export", summary(t.export_)},      {"nodes", gm->graph().size()},
                            {"repeats", totals.size()}};
-  result["latency"] = latencies(model, out, *gm, eval);
+  result["float_forward"] = float_forward(model, calib);
+  result["latency"] = latencies(model, out, gm.get(), eval);
   torch::jit::Module float_script = torch::jit::load(model);
   at::Tensor reference = float_script.forward({eval}).toTensor();
   at::Tensor quantized = torch::jit::load(out).forward({eval}).toTensor();

@@ -5,7 +5,8 @@ get_default_qconfig_mapping('onednn')), calibration on the list of batches,
 convert_fx (median of repeats, each on a fresh copy of the model); then
 latency of the converted GraphModule and of the float model at batch 1 and 8
 with 1 and 2 threads, the int8 output's SQNR against float, the int8
-state_dict's size and peak memory.
+state_dict's size and peak memory; and the float forward over the
+calibration batches, the baseline of observer overhead.
 
     flow.py MODEL_NAME FLOAT.pt CALIB.pt EVAL.pt REPEATS
 
@@ -123,6 +124,15 @@ def main():
                 break
             previous = median
         result = {k: summary(v) for k, v in times.items()}
+        for batch in calib:  # the float forward over the calibration batches
+            model(batch)
+        forward = []
+        for _ in range(3):
+            start = time.perf_counter()
+            for batch in calib:
+                model(batch)
+            forward.append(time.perf_counter() - start)
+        result['float_forward'] = summary(forward)
         result['nodes'] = len(quantized.graph.nodes)
         result['repeats'] = len(times['prepare'])
         result['latency'] = {'int8_graph_module': {}, 'float': {}}

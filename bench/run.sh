@@ -39,7 +39,11 @@ else:
 PY
   theirs=$("$python" "$here/flow.py" "$model" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$repeats")
   ours=$("$build/bin/bench_flow" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$work/${model}_int8.pt" "$repeats")
-  echo "{\"model\": \"$model\", \"pytorch\": $theirs, \"qfx\": $ours}" >>"$results"
+  # qnnpack, and both engines again with OpenMP's passive wait policy
+  qnnpack=$("$build/bin/bench_flow" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$work/${model}_qnnpack.pt" 1 qnnpack)
+  passive=$(OMP_WAIT_POLICY=PASSIVE "$build/bin/bench_flow" --latency onednn "$work/$model.pt" "$work/${model}_int8.pt" "$work/eval.pt")
+  qnnpack_passive=$(OMP_WAIT_POLICY=PASSIVE "$build/bin/bench_flow" --latency qnnpack "$work/$model.pt" "$work/${model}_qnnpack.pt" "$work/eval.pt")
+  echo "{\"model\": \"$model\", \"pytorch\": $theirs, \"qfx\": $ours, \"qfx_qnnpack\": $qnnpack, \"passive\": {\"onednn\": $passive, \"qnnpack\": $qnnpack_passive}}" >>"$results"
 done
 
 "$python" - "$results" "$here/results.json" "$repeats" <<'PY'
@@ -65,6 +69,14 @@ for r in rows:
     print(f"| {r['model']} ({p['repeats']} / {q['repeats']}) | {p['nodes']} / {q['nodes']} | {s(p['prepare'])} | {s(q['prepare'])} | {ratio('prepare'):.1f} "
           f"| {s(p['calibrate'])} | {s(q['calibrate'])} | {ratio('calibrate'):.1f} | {s(p['convert'])} | {s(q['convert'])} "
           f"| {ratio('convert'):.1f} | {pc:.1f} | {q['import']['median']:.3f} | {q['export']['median']:.3f} |")
+print('\nCalibration is the float forward plus the observers: the float forward over the same 8 batches (no observers), and the observers\' share of calibration')
+print('\n| model | PyTorch float forward s | PyTorch calibrate s | PyTorch observer overhead | qfx float forward s | qfx calibrate s | qfx observer overhead |')
+print('|---|---|---|---|---|---|---|')
+for r in rows:
+    p, q = r['pytorch'], r['qfx']
+    over = lambda x: f"{100 * (x['calibrate']['median'] / x['float_forward']['median'] - 1):+.0f}%"
+    print(f"| {r['model']} | {p['float_forward']['median']:.4f} | {p['calibrate']['median']:.4f} | {over(p)} "
+          f"| {q['float_forward']['median']:.4f} | {q['calibrate']['median']:.4f} | {over(q)} |")
 print('\nint8 latency, ms per batch (onednn): PyTorch converted GraphModule / qfx exported TorchScript from C++ / qfx interpreter, and PyTorch / qfx TorchScript')
 print('\n| model | batch, threads | PyTorch int8 | qfx TorchScript | qfx interpreter | x | float (qfx TorchScript) | int8 speed-up over float |')
 print('|---|---|---|---|---|---|---|---|')
@@ -75,6 +87,17 @@ for r in rows:
         print(f"| {r['model']} | {b}, {t} | {ms(pl['int8_graph_module'][key])} | {ms(ql['int8_script'][key])} "
               f"| {ms(ql['int8_interpreter'][key])} | {pl['int8_graph_module'][key] / ql['int8_script'][key]:.2f} "
               f"| {ms(ql['float_script'][key])} | {ql['float_script'][key] / ql['int8_script'][key]:.2f} |")
+print('\nThread policy: qfx exported int8 (onednn, qnnpack) and float latency, ms per batch, with OpenMP\'s default wait policy / OMP_WAIT_POLICY=PASSIVE')
+print('\n| model | batch, threads | onednn int8 | qnnpack int8 | float |')
+print('|---|---|---|---|---|')
+for r in rows:
+    q, qn, pa = r['qfx']['latency'], r['qfx_qnnpack']['latency'], r['passive']
+    for key in ('b1_t1', 'b1_t2', 'b8_t1', 'b8_t2'):
+        b, t = key[1:].split('_t')
+        pair = lambda x, y: f"{ms(x)} / {ms(y)}"
+        print(f"| {r['model']} | {b}, {t} | {pair(q['int8_script'][key], pa['onednn']['latency']['int8_script'][key])} "
+              f"| {pair(qn['int8_script'][key], pa['qnnpack']['latency']['int8_script'][key])} "
+              f"| {pair(q['float_script'][key], pa['onednn']['latency']['float_script'][key])} |")
 print('\n| model | float size MB | int8 size MB (qfx file / PyTorch state_dict) | SQNR int8 vs float dB (PyTorch / qfx) | peak memory MB (PyTorch / qfx) |')
 print('|---|---|---|---|---|')
 for r in rows:

@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -116,16 +118,46 @@ at::Tensor histc(const at::Tensor& x_in, int64_t bins, double min, double max) {
   return hist;
 }
 
-at::Tensor combine_histograms(const at::Tensor& orig_hist, const at::Tensor& new_hist, int64_t upsample_rate,
-                              int64_t downsample_rate, int64_t start_idx, int64_t bins) {
-  const int64_t length = bins * downsample_rate;
-  TORCH_CHECK(start_idx >= 0 && start_idx + bins * upsample_rate <= length,
-              "HistogramObserver: the old histogram does not fit the combined range");
-  const float* old_bins = new_hist.contiguous().data_ptr<float>();
-  // cumsum(dtype=double) over zeros, then U copies of each old bin, then
-  // zeros, sampled at every D-th position; adding a zero leaves the sum as
-  // it is, so only the U * bins copies are added, one at a time.
-  std::vector<double> integral(bins);
+namespace {
+
+// True when U copies of every bin sum exactly in double whatever the order:
+// each value is a multiple of 2^lsb (its lowest mantissa bit), so is every
+// partial sum, and all of them stay below 2^(52 + lsb).
+bool copies_sum_exactly(const float* bins_data, int64_t bins, int64_t upsample_rate) {
+  int lsb = std::numeric_limits<int>::max();
+  double total = 0.0;
+  for (int64_t j = 0; j < bins; ++j) {
+    const float v = bins_data[j];
+    if (v == 0.0f) continue;
+    if (!std::isfinite(v)) return false;
+    int exponent = 0;
+    auto mantissa = static_cast<uint32_t>(std::ldexp(std::frexp(std::fabs(v), &exponent), 24));
+    lsb = std::min(lsb, exponent - 24 + __builtin_ctz(mantissa));
+    total += std::fabs(static_cast<double>(v));
+  }
+  return lsb == std::numeric_limits<int>::max() ||
+         total * static_cast<double>(upsample_rate) < std::ldexp(1.0, 52 + std::max(lsb, -1000));
+}
+
+// The running sum of the upsampled old histogram at every D-th position
+// (cumsum(dtype=double) over zeros, U copies of each old bin, zeros): the
+// sum of the copies placed so far. Zeros leave the sum as it is, so only
+// the U * bins copies are added, one at a time, in ATen's order; when the
+// sums are exact, each sample is the closed form instead.
+std::vector<double> upsampled_integral(const float* old_bins, int64_t bins, int64_t upsample_rate,
+                                       int64_t downsample_rate, int64_t start_idx) {
+  std::vector<double> integral(bins, 0.0);
+  if (copies_sum_exactly(old_bins, bins, upsample_rate)) {
+    std::vector<double> prefix(bins + 1, 0.0);  // U * (sum of the first j bins)
+    for (int64_t j = 0; j < bins; ++j) prefix[j + 1] = prefix[j] + upsample_rate * static_cast<double>(old_bins[j]);
+    for (int64_t k = 0; k < bins; ++k) {
+      const int64_t copies = std::min((k + 1) * downsample_rate - start_idx, bins * upsample_rate);
+      if (copies <= 0) continue;
+      const int64_t j = copies / upsample_rate, r = copies % upsample_rate;
+      integral[k] = prefix[j] + (r == 0 ? 0.0 : r * static_cast<double>(old_bins[j]));
+    }
+    return integral;
+  }
   double acc = 0.0;
   int64_t k = start_idx / downsample_rate;  // samples before the copies see 0
   int64_t next_sample = (k + 1) * downsample_rate - 1;
@@ -141,6 +173,19 @@ at::Tensor combine_histograms(const at::Tensor& orig_hist, const at::Tensor& new
     }
   }
   for (; k < bins; ++k) integral[k] = acc;
+  return integral;
+}
+
+}  // namespace
+
+at::Tensor combine_histograms(const at::Tensor& orig_hist, const at::Tensor& new_hist, int64_t upsample_rate,
+                              int64_t downsample_rate, int64_t start_idx, int64_t bins) {
+  const int64_t length = bins * downsample_rate;
+  TORCH_CHECK(start_idx >= 0 && start_idx + bins * upsample_rate <= length,
+              "HistogramObserver: the old histogram does not fit the combined range");
+  const at::Tensor old_hist = new_hist.contiguous();
+  std::vector<double> integral =
+      upsampled_integral(old_hist.data_ptr<float>(), bins, upsample_rate, downsample_rate, start_idx);
   at::Tensor result = orig_hist.contiguous().clone();
   float* out = result.data_ptr<float>();
   for (int64_t k = 0; k < bins; ++k) {

@@ -50,6 +50,8 @@ TEST(HistogramKernels, CombineLikeATen) {
     int64_t down = up + trial * 3;
     int64_t start = (trial * 37) % (bins * (down - up) + 1);
     at::Tensor old_hist = at::floor(at::rand({bins}) * 1000);
+    if (trial % 4 == 1) old_hist = at::round(at::rand({bins}) * 128000) / 128;  // a combined histogram: exact sums
+    if (trial % 4 == 3) old_hist = at::rand({bins}) * at::pow(10, at::rand({bins}) * 8 - 4);  // sums that round
     at::Tensor new_hist = at::floor(at::rand({bins}) * 500);
     ASSERT_TRUE(at::equal(combine_histograms(new_hist, old_hist, up, down, start, bins),
                           combine_with_aten(new_hist, old_hist, up, down, start, bins)))
