@@ -49,7 +49,7 @@ bool has_eps(const quant::ActivationPostProcess& obs) {
 std::string constraint_violation(const quant::ObserverSpec& spec, const DTypeWithConstraints& limits,
                                  const char* what) {
   if (!limits.dtype) return "";
-  std::shared_ptr<quant::ActivationPostProcess> app = spec.make();
+  std::shared_ptr<quant::ActivationPostProcess> app = spec.prototype();
   if (app->dtype() != *limits.dtype) return "";
   const quant::ActivationPostProcess& obs = observer_of(*app);
   std::ostringstream why;

@@ -67,7 +67,7 @@ std::string weight_observer_violation(const ir::Node& node, const ir::GraphModul
   if (node.op() != ir::Opcode::kCallModule) return "";
   std::string type = ir::module_type_name(*gm.get_submodule(node.target()));
   if (type.rfind("torch.nn.ConvTranspose", 0) != 0) return "";
-  if (!quant::is_per_channel(qconfig.weight.make()->qscheme())) return "";
+  if (!quant::is_per_channel(qconfig.weight.prototype()->qscheme())) return "";
   return "per-channel weight observers are not supported for " + type.substr(type.rfind('.') + 1);
 }
 

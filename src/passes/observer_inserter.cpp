@@ -100,7 +100,7 @@ ir::Argument ObserverInserter::observe_arg(ir::Node& node, const ir::Argument& a
   if (!needs_observer) return arg;
 
   const quant::ObserverSpec& spec = is_weight ? qconfig.weight : qconfig.activation;
-  std::string type = ir::module_type_name(*spec.make());
+  std::string type = ir::module_type_name(*spec.prototype());
   for (ir::Node* user : value->users()) {  // one observer per value and dtype
     if (user->op() != ir::Opcode::kCallModule || !is_observer_node(*user, gm_)) continue;
     auto existing = std::dynamic_pointer_cast<quant::ActivationPostProcess>(gm_.get_submodule(user->target()));

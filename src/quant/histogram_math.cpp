@@ -29,11 +29,22 @@ namespace {
 // in float, truncated; the last bin takes its right edge and elements outside
 // [left, right] (or NaN) get `outside`. SSE2 does four at a time with the same
 // IEEE single-precision operations.
+// A range so wide that `(x - left) * bins` overflows float (where ATen's cast
+// of infinity is undefined) is binned in double.
 void positions(const float* x, int64_t n, float left, float right, int32_t bins, int32_t* pos) {
   const float scale = static_cast<float>(bins);
   const float width = right - left;
   const int32_t outside = bins + 1;
   int64_t i = 0;
+  if (!std::isfinite(width * scale)) {
+    const double wide = static_cast<double>(right) - static_cast<double>(left);
+    for (; i < n; ++i) {
+      const float elt = x[i];
+      auto p = static_cast<int32_t>((static_cast<double>(elt) - left) * bins / wide);
+      pos[i] = !(elt >= left && elt <= right) ? outside : std::min(p, bins - 1);
+    }
+    return;
+  }
 #ifdef __SSE2__
   const __m128 vleft = _mm_set1_ps(left), vright = _mm_set1_ps(right);
   const __m128 vscale = _mm_set1_ps(scale), vwidth = _mm_set1_ps(width);
@@ -234,7 +245,14 @@ double quantization_error(const at::Tensor& histogram, double bin_width, int64_t
   const float* hist = contiguous.data_ptr<float>();
   at::Tensor norm_tensor = at::empty({bins}, at::kFloat);
   float* norm = norm_tensor.data_ptr<float>();
+  // An empty bin's norm is 0 * finite terms, +0, when no cube can overflow
+  // (every distance is below 2 (bins + 1) bin widths).
+  const bool empty_is_zero = std::pow(2.0 * static_cast<double>(bins + 1) * bin_width, 3) < 1e37;
   for (int64_t k = 0; k < bins; ++k) {
+    if (empty_is_zero && hist[k] == 0.0f) {
+      norm[k] = 0.0f;
+      continue;
+    }
     const float begin = static_cast<float>(k - start_bin) * width;
     const float end = begin + width;
     const float dst_of_begin = dst_bin(begin, dst_width, last);

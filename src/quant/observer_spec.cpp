@@ -8,6 +8,8 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <mutex>
+#include <unordered_map>
 
 namespace qfx::quant {
 
@@ -122,6 +124,21 @@ std::shared_ptr<ActivationPostProcess> ObserverSpec::make() const {
   std::shared_ptr<ActivationPostProcess> made = (*ObserverRegistry::instance().find(type_))(reader);
   reader.finish();
   return made;
+}
+
+std::shared_ptr<ActivationPostProcess> ObserverSpec::prototype() const {
+  // keyed by repr: a class is registered once, so a repr always makes the same
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::shared_ptr<ActivationPostProcess>> made;
+  std::string key = repr();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = made.find(key);
+    if (it != made.end()) return it->second;
+  }
+  std::shared_ptr<ActivationPostProcess> fresh = make();
+  std::lock_guard<std::mutex> lock(mutex);
+  return made.emplace(std::move(key), std::move(fresh)).first->second;
 }
 
 bool ObserverSpec::operator==(const ObserverSpec& other) const {

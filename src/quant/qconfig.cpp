@@ -237,9 +237,11 @@ std::vector<std::string> keys(const Rows& rows) {
 
 }  // namespace
 
+// The dtypes come from instances, as in PyTorch: shared ones, made once per
+// spec (a fresh HistogramObserver per node costs more than the pass).
 QConfigDtypes qconfig_dtypes(const QConfig& qconfig) {
-  auto activation = qconfig.activation.make();
-  auto weight = qconfig.weight.make();
+  auto activation = qconfig.activation.prototype();
+  auto weight = qconfig.weight.prototype();
   return {activation->dtype(), weight->dtype(), activation->compute_dtype()};
 }
 

@@ -29,6 +29,15 @@ TEST(HistogramKernels, HistcBinsLikeATen) {
   }
 }
 
+TEST(HistogramKernels, HistcOfAnOverflowingRangeBinsInDouble) {
+  // (x - min) * bins overflows float: ATen's cast of infinity is undefined
+  // behaviour there; qfx bins by the exact position.
+  at::Tensor x = at::tensor({-3e38f, -2.5e38f, -0.5e38f, 0.5e38f, 1.5e38f, 2.5e38f, 3e38f});
+  at::Tensor hist = histc(x, 6, -3e38, 3e38);  // bins 1e38 wide
+  EXPECT_TRUE(at::equal(hist, at::tensor({2.0f, 0.0f, 1.0f, 1.0f, 1.0f, 2.0f}))) << hist;
+  EXPECT_EQ(histc(at::full({1000}, 1e38f), 2048, -3e38, 3e38).sum().item<float>(), 1000.0f);
+}
+
 // _combine_histograms with ATen ops, as PyTorch writes it.
 at::Tensor combine_with_aten(const at::Tensor& orig_hist, const at::Tensor& new_hist, int64_t up, int64_t down,
                              int64_t start, int64_t bins) {

@@ -96,6 +96,11 @@ class ObserverSpec {
   /// A fresh instance. Raises c10::Error naming the class and the argument
   /// when an argument is unknown, of the wrong kind or invalid.
   std::shared_ptr<ActivationPostProcess> make() const;
+  /// An instance made once per distinct spec and shared, for reading what
+  /// the class makes of the arguments (dtype, quant range, eps, fixed
+  /// qparams) where a fresh make() per node would cost more than the pass
+  /// (a HistogramObserver allocates its histogram). Never feed it data.
+  std::shared_ptr<ActivationPostProcess> prototype() const;
 
   /// Same class and same arguments (in any order), as PyTorch's
   /// `obs_or_fq_ctr_equals`.
