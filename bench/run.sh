@@ -5,7 +5,8 @@
 # API: import, prepare_fx, calibration, convert_fx, export, latency of the
 # exported TorchScript and of the interpreter), both with
 # get_default_qconfig_mapping("onednn") on the native BackendConfig.
-# Writes bench/results.json and prints the Markdown tables of docs/benchmarks.md.
+# Writes bench/results.json and prints the Markdown tables of docs/benchmarks.md,
+# then the scaling table of bench_scaling.
 #   bench/run.sh [BUILD_DIR] [REPEATS] [MODELS...]
 set -euo pipefail
 build=${1:-build}
@@ -14,6 +15,12 @@ shift $(( $# > 2 ? 2 : $# ))
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(resnet18 resnet50 mobilenet_v2 mobilenet_v3_large shufflenet_v2_x1_0 fashion_cnn)
 here=$(cd "$(dirname "$0")" && pwd)
+# The float baseline needs an optimized BLAS behind LibTorch's libblas.so.3.
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
+case "$blas" in
+  *openblas*) ;;
+  *) echo "bench/run.sh: libblas.so.3 is '$blas', not OpenBLAS: the float baseline would be Debian's reference BLAS (install libopenblas0-pthread)" >&2; exit 1 ;;
+esac
 python=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -46,18 +53,19 @@ PY
   echo "{\"model\": \"$model\", \"pytorch\": $theirs, \"qfx\": $ours, \"qfx_qnnpack\": $qnnpack, \"passive\": {\"onednn\": $passive, \"qnnpack\": $qnnpack_passive}}" >>"$results"
 done
 
-"$python" - "$results" "$here/results.json" "$repeats" <<'PY'
+"$python" - "$results" "$here/results.json" "$repeats" "$blas" <<'PY'
 import json, os, platform, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 flags = next((l.split(':', 1)[1].split() for l in open('/proc/cpuinfo') if l.startswith('flags')), [])
 cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
 machine = {'cpu': cpu, 'cores': os.cpu_count(), 'python': platform.python_version(),
-           'simd': [f for f in flags if f.startswith(('avx', 'fma', 'amx'))], 'repeats': int(sys.argv[3])}
+           'simd': [f for f in flags if f.startswith(('avx', 'fma', 'amx'))], 'repeats': int(sys.argv[3]),
+           'blas': sys.argv[4], 'threads_default': 2}
 json.dump({'machine': machine, 'models': rows}, open(sys.argv[2], 'w'), indent=1)
 
 def s(x): return f"{x['median']:.4f} ({x['min']:.4f}-{x['max']:.4f})"
 def ms(x): return f"{1000 * x:.2f}"
-print(f"Machine: {cpu}, {os.cpu_count()} cores, {' '.join(machine['simd'])}; medians (min-max) of at least "
+print(f"Machine: {cpu}, {os.cpu_count()} cores, {' '.join(machine['simd'])}; BLAS {sys.argv[4]}; medians (min-max) of at least "
       f"{sys.argv[3]} runs, repeated until the median of prepare + convert moves by less than 5% "
       f"(runs PyTorch / qfx in the first column).\n")
 print('| model (runs) | nodes | PyTorch prepare s | qfx prepare s | x | PyTorch calibrate s | qfx calibrate s | x | PyTorch convert s | qfx convert s | x | prepare+convert x | qfx import s | qfx export s |')
@@ -105,3 +113,10 @@ for r in rows:
     print(f"| {r['model']} | {q['size_float'] / 1e6:.1f} | {q['size_int8'] / 1e6:.1f} / {p['size_int8_state_dict'] / 1e6:.1f} "
           f"| {p['sqnr_db']:.1f} / {q['sqnr_db']:.1f} | {p['peak_rss_mb']:.0f} / {q['peak_rss_mb']:.0f} |")
 PY
+
+# Scaling with graph size (qfx only), each size in a fresh process
+echo
+echo "Scaling: prepare_fx + convert_fx on synthetic conv-bn-relu chains with residual adds (bench_scaling, one process per size)"
+echo
+"$build/bin/bench_scaling" 1000 | head -2
+for nodes in 1000 5000 20000 100000; do "$build/bin/bench_scaling" "$nodes" | tail -1; done

@@ -343,6 +343,21 @@ for model_path, report in ((sys.argv[1], sys.argv[3]), (sys.argv[2], sys.argv[4]
 float_top1, int8_top1 = (json.load(open(p))['top1'] for p in sys.argv[3:5])
 assert float_top1 - int8_top1 < 0.01, (float_top1, int8_top1)
 PY
+# threads per engine: onednn LibTorch's default (PyTorch's torch.get_num_threads());
+# qnnpack one, unless OpenMP waits passively or OMP_NUM_THREADS is set
+# (docs/benchmarks.md, thread policy)
+cores=$("$python" -c 'import torch; print(torch.get_num_threads())')
+threads_of() {  # threads qfx eval reports with the environment and options in "$@"
+  env "$@" --limit-batches 2 -q --json "$work/eval_threads.json" >/dev/null || fail "eval $* exited $?"
+  "$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["threads"])' "$work/eval_threads.json"
+}
+eval_threads=("$qfx" eval "$work/fmnist_int8.pt" --data "$fmnist/t10k-images-idx3-ubyte.gz")
+[ "$(threads_of "${eval_threads[@]}")" = "$cores" ] || fail "onednn eval does not use LibTorch's default of $cores threads"
+[ "$(threads_of "${eval_threads[@]}" --engine qnnpack)" = 1 ] || fail "qnnpack eval does not default to one thread"
+[ "$(threads_of OMP_WAIT_POLICY=PASSIVE "${eval_threads[@]}" --engine qnnpack)" = "$cores" ] ||
+  fail "qnnpack eval under OMP_WAIT_POLICY=PASSIVE does not use LibTorch's default of $cores threads"
+[ "$(threads_of OMP_NUM_THREADS=2 "${eval_threads[@]}" --engine qnnpack)" = 2 ] ||
+  fail "qnnpack eval overrides OMP_NUM_THREADS"
 expect_error 1 "has no labels; qfx eval needs labelled data" -- eval "$demo_model" --data "$work/calib.pt"
 printf 'garbage' >"$work/bad-images-idx3-ubyte"
 expect_error 1 "bad-images-idx3-ubyte' is not an IDX file" -- eval "$demo_model" --data "$work/bad-images-idx3-ubyte"

@@ -81,12 +81,13 @@ void report(const Options& o, const Tally& t, int64_t batch_size) {
     std::snprintf(line, sizeof(line), "  top-5 %.2f%%", 100.0 * t.top5 / t.items);
     std::cout << line;
   }
-  std::snprintf(line, sizeof(line), "\nlatency %.4f ms/image at batch %lld (%.0f images/s)\n", ms,
-                static_cast<long long>(batch_size), ms > 0 ? 1000.0 / ms : 0.0);
+  std::snprintf(line, sizeof(line), "\nlatency %.4f ms/image at batch %lld (%.0f images/s, %d threads)\n", ms,
+                static_cast<long long>(batch_size), ms > 0 ? 1000.0 / ms : 0.0, at::get_num_threads());
   std::cout << line;
   if (o.json.empty()) return;
   nlohmann::json j = {{"model", o.model}, {"data", o.data}, {"items", t.items}, {"top1", double(t.top1) / t.items},
-                      {"latency_ms_per_image", ms}, {"batch_size", batch_size}, {"classes", t.classes}};
+                      {"latency_ms_per_image", ms}, {"batch_size", batch_size}, {"classes", t.classes},
+                      {"threads", at::get_num_threads()}};
   if (t.classes > 5) j["top5"] = double(t.top5) / t.items;
   io::write_file_atomically(o.json, j.dump(1) + "\n");
 }

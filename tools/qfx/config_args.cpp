@@ -9,6 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
+
+#include <cstdlib>
 
 namespace qfx::cli {
 namespace {
@@ -32,9 +35,19 @@ quant::QConfigMapping qconfig_mapping_from_arg(const std::string& arg) {
   }
 }
 
+// Threads per engine, from docs/benchmarks.md (thread policy): oneDNN keeps
+// LibTorch's default threads and OpenMP's default (spinning) wait policy,
+// which PASSIVE slows up to 2.5x. QNNPACK runs in its own thread pool, and LibTorch's
+// OpenMP threads spinning after each op starve it: with 2 threads,
+// mobilenet_v2 at batch 1 takes 280 ms against 27.8 ms on 1 thread (18.6 ms
+// with 2 threads under PASSIVE). So qnnpack runs on one thread unless OpenMP
+// waits passively or the user set OMP_NUM_THREADS.
 void use_engine(const std::string& engine) {
   TORCH_CHECK(engine == "onednn" || engine == "qnnpack", "--engine must be onednn or qnnpack, got '", engine, "'");
   at::globalContext().setQEngine(engine == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  bool passive = policy != nullptr && (std::string(policy) == "PASSIVE" || std::string(policy) == "passive");
+  if (engine == "qnnpack" && !passive && std::getenv("OMP_NUM_THREADS") == nullptr) at::set_num_threads(1);
 }
 
 }  // namespace qfx::cli

@@ -15,8 +15,9 @@ backend::BackendConfig backend_from_arg(const std::string& arg);
 /// `default:onednn`, `qat:qnnpack`, ... or a QConfigMapping JSON file (`*.json`).
 quant::QConfigMapping qconfig_mapping_from_arg(const std::string& arg);
 
-/// `--engine onednn|qnnpack`: makes it LibTorch's quantized engine;
-/// c10::Error for another name.
+/// `--engine onednn|qnnpack`: makes it LibTorch's quantized engine, with
+/// its thread default (qnnpack: one thread unless OMP_WAIT_POLICY=PASSIVE
+/// or OMP_NUM_THREADS is set); c10::Error for another name.
 void use_engine(const std::string& engine);
 
 }  // namespace qfx::cli
