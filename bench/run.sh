@@ -65,6 +65,8 @@ json.dump({'machine': machine, 'models': rows}, open(sys.argv[2], 'w'), indent=1
 
 def s(x): return f"{x['median']:.4f} ({x['min']:.4f}-{x['max']:.4f})"
 def ms(x): return f"{1000 * x:.2f}"
+# the latency configurations: JSON key and "batch, threads"
+CONFIGS = [(key, key[1:].replace('_t', ', ')) for key in ('b1_t1', 'b1_t2', 'b8_t1', 'b8_t2')]
 print(f"Machine: {cpu}, {os.cpu_count()} cores, {' '.join(machine['simd'])}; BLAS {sys.argv[4]}; medians (min-max) of at least "
       f"{sys.argv[3]} runs, repeated until the median of prepare + convert moves by less than 5% "
       f"(runs PyTorch / qfx in the first column).\n")
@@ -90,9 +92,8 @@ print('\n| model | batch, threads | PyTorch int8 | qfx TorchScript | qfx interpr
 print('|---|---|---|---|---|---|---|---|')
 for r in rows:
     pl, ql = r['pytorch']['latency'], r['qfx']['latency']
-    for key in ('b1_t1', 'b1_t2', 'b8_t1', 'b8_t2'):
-        b, t = key[1:].split('_t')
-        print(f"| {r['model']} | {b}, {t} | {ms(pl['int8_graph_module'][key])} | {ms(ql['int8_script'][key])} "
+    for key, config in CONFIGS:
+        print(f"| {r['model']} | {config} | {ms(pl['int8_graph_module'][key])} | {ms(ql['int8_script'][key])} "
               f"| {ms(ql['int8_interpreter'][key])} | {pl['int8_graph_module'][key] / ql['int8_script'][key]:.2f} "
               f"| {ms(ql['float_script'][key])} | {ql['float_script'][key] / ql['int8_script'][key]:.2f} |")
 print('\nThread policy: qfx exported int8 (onednn, qnnpack) and float latency, ms per batch, with OpenMP\'s default wait policy / OMP_WAIT_POLICY=PASSIVE')
@@ -100,10 +101,9 @@ print('\n| model | batch, threads | onednn int8 | qnnpack int8 | float |')
 print('|---|---|---|---|---|')
 for r in rows:
     q, qn, pa = r['qfx']['latency'], r['qfx_qnnpack']['latency'], r['passive']
-    for key in ('b1_t1', 'b1_t2', 'b8_t1', 'b8_t2'):
-        b, t = key[1:].split('_t')
+    for key, config in CONFIGS:
         pair = lambda x, y: f"{ms(x)} / {ms(y)}"
-        print(f"| {r['model']} | {b}, {t} | {pair(q['int8_script'][key], pa['onednn']['latency']['int8_script'][key])} "
+        print(f"| {r['model']} | {config} | {pair(q['int8_script'][key], pa['onednn']['latency']['int8_script'][key])} "
               f"| {pair(qn['int8_script'][key], pa['qnnpack']['latency']['int8_script'][key])} "
               f"| {pair(q['float_script'][key], pa['onednn']['latency']['float_script'][key])} |")
 print('\n| model | float size MB | int8 size MB (qfx file / PyTorch state_dict) | SQNR int8 vs float dB (PyTorch / qfx) | peak memory MB (PyTorch / qfx) |')

@@ -25,30 +25,35 @@ namespace qfx::quant::detail {
 
 namespace {
 
+// The bin of one element, `(x - left) * bins / width` computed in T and
+// truncated, the last bin taking its right edge; `bins + 1` outside [left,
+// right] or for NaN.
+template <typename T>
+int32_t position(float elt, float left, float right, T scale, T width, int32_t bins) {
+  if (!(elt >= left && elt <= right)) return bins + 1;
+  auto p = static_cast<int32_t>((static_cast<T>(elt) - static_cast<T>(left)) * scale / width);
+  return std::min(p, bins - 1);
+}
+
 // Bin positions of n elements, ATen's expression `(x - left) * bins / width`
 // in float, truncated; the last bin takes its right edge and elements outside
-// [left, right] (or NaN) get `outside`. SSE2 does four at a time with the same
+// [left, right] (or NaN) get `bins + 1`. SSE2 does four at a time with the same
 // IEEE single-precision operations.
 // A range so wide that `(x - left) * bins` overflows float (where ATen's cast
 // of infinity is undefined) is binned in double.
 void positions(const float* x, int64_t n, float left, float right, int32_t bins, int32_t* pos) {
   const float scale = static_cast<float>(bins);
   const float width = right - left;
-  const int32_t outside = bins + 1;
   int64_t i = 0;
   if (!std::isfinite(width * scale)) {
     const double wide = static_cast<double>(right) - static_cast<double>(left);
-    for (; i < n; ++i) {
-      const float elt = x[i];
-      auto p = static_cast<int32_t>((static_cast<double>(elt) - left) * bins / wide);
-      pos[i] = !(elt >= left && elt <= right) ? outside : std::min(p, bins - 1);
-    }
+    for (; i < n; ++i) pos[i] = position<double>(x[i], left, right, bins, wide, bins);
     return;
   }
 #ifdef __SSE2__
   const __m128 vleft = _mm_set1_ps(left), vright = _mm_set1_ps(right);
   const __m128 vscale = _mm_set1_ps(scale), vwidth = _mm_set1_ps(width);
-  const __m128i vlast = _mm_set1_epi32(bins - 1), voutside = _mm_set1_epi32(outside);
+  const __m128i vlast = _mm_set1_epi32(bins - 1), voutside = _mm_set1_epi32(bins + 1);
   for (; i + 4 <= n; i += 4) {
     __m128 elt = _mm_loadu_ps(x + i);
     __m128i inside = _mm_castps_si128(_mm_and_ps(_mm_cmpge_ps(elt, vleft), _mm_cmple_ps(elt, vright)));
@@ -60,15 +65,7 @@ void positions(const float* x, int64_t n, float left, float right, int32_t bins,
     _mm_storeu_si128(reinterpret_cast<__m128i*>(pos + i), p);
   }
 #endif
-  for (; i < n; ++i) {
-    const float elt = x[i];
-    if (!(elt >= left && elt <= right)) {
-      pos[i] = outside;
-      continue;
-    }
-    int32_t p = static_cast<int32_t>((elt - left) * scale / width);
-    pos[i] = p < bins - 1 ? p : bins - 1;
-  }
+  for (; i < n; ++i) pos[i] = position<float>(x[i], left, right, scale, width, bins);
 }
 
 // Counts elements [first, last) into `counts` (bins + 2 slots; the last one
