@@ -266,6 +266,70 @@ double quantization_error(const at::Tensor& histogram, double bin_width, int64_t
   return norm_tensor.sum().item<double>();
 }
 
+namespace {
+
+constexpr double kSearchStep = 1e-5;
+
+// The values the search's alpha (0 + 1e-5 + 1e-5 ...) and beta (1 - 1e-5 -
+// 1e-5 ...) take, in the loop's own double arithmetic: alpha_k and beta_k
+// after k steps, until they pass each other.
+struct SearchSteps {
+  std::vector<double> alpha{0.0}, beta{1.0};
+  SearchSteps() {
+    while (alpha.back() <= 1.0 + kSearchStep) alpha.push_back(alpha.back() + kSearchStep);
+    while (beta.back() >= -kSearchStep) beta.push_back(beta.back() - kSearchStep);
+  }
+};
+
+const SearchSteps& search_steps() {
+  static const SearchSteps steps;
+  return steps;
+}
+
+// The first beta step j after `from` at which the search stops shrinking
+// only beta without moving end_bin: alpha < beta_j fails, or upper(j) =
+// float(beta_{j+1} * total) falls below csum[end_bin]. Both tests are monotone
+// in j, so the loop's many idle steps on a sparse histogram are skipped by
+// bisection.
+size_t first_active_beta(const std::vector<double>& beta, size_t from, double alpha, double total, float end_csum,
+                         bool single_bin) {
+  auto idle = [&](size_t j) {
+    return alpha < beta[j] && (single_bin || end_csum <= static_cast<float>(beta[j + 1] * total));
+  };
+  size_t lo = from, hi = beta.size() - 1;  // idle(lo - 1) held; idle(hi) is false (beta < 0 <= alpha)
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (idle(mid)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// The search's l: the first bin in [start_bin, end_bin) whose cSum is at
+// least `lower`, else end_bin; by bisection when cSum is non-decreasing.
+int64_t first_at_least(const float* csum, int64_t start_bin, int64_t end_bin, float lower, bool sorted) {
+  if (sorted) return std::max(start_bin, std::lower_bound(csum, csum + end_bin, lower) - csum);
+  int64_t l = start_bin;
+  while (l < end_bin && csum[l] < lower) ++l;
+  return l;
+}
+
+// The search's r: the last bin in (start_bin, end_bin] whose cSum is at most
+// `upper`, else start_bin.
+int64_t last_at_most(const float* csum, int64_t start_bin, int64_t end_bin, float upper, bool sorted) {
+  if (sorted) return std::max(start_bin, std::upper_bound(csum, csum + end_bin + 1, upper) - csum - 1);
+  int64_t r = end_bin;
+  while (r > start_bin && csum[r] > upper) --r;
+  return r;
+}
+
+}  // namespace
+
+// The loop of _non_linear_param_search, with alpha and beta read from the
+// table of their values and the bins found by bisection of the cumulative
+// sum (non-decreasing) instead of scans; the steps that change nothing are
+// skipped (first_active_beta). Each step compares and computes exactly what
+// the Python loop does.
 std::pair<at::Tensor, at::Tensor> non_linear_param_search(const at::Tensor& histogram, const at::Tensor& min_val,
                                                           const at::Tensor& max_val, int64_t dst_nbins) {
   const int64_t bins = histogram.numel();
@@ -275,32 +339,32 @@ std::pair<at::Tensor, at::Tensor> non_linear_param_search(const at::Tensor& hist
   const float* csum = csum_tensor.data_ptr<float>();
   // _compute_quantization_error's bin width is computed in double from .item().
   const double error_bin_width = (max_val.item<double>() - min_val.item<double>()) / static_cast<double>(bins);
-  const double stepsize = 1e-5;
-  double alpha = 0.0;
-  double beta = 1.0;
+  // Bins are counts, but a combined histogram can hold tiny negative values.
+  const bool sorted = std::isfinite(total) && std::is_sorted(csum, csum + bins);
+  const SearchSteps& steps = search_steps();
+  size_t a = 0, b = 0;  // alpha = steps.alpha[a], beta = steps.beta[b]
   int64_t start_bin = 0;
   int64_t end_bin = bins - 1;
   double norm_min = INFINITY;
-  while (alpha < beta) {
-    const double next_alpha = alpha + stepsize;
-    const double next_beta = beta - stepsize;
+  while (steps.alpha[a] < steps.beta[b]) {
     // cSum[l] < next_alpha * total compares in float32, the tensor's dtype.
-    const float lower = static_cast<float>(next_alpha * total);
-    const float upper = static_cast<float>(next_beta * total);
-    int64_t l = start_bin;
-    int64_t r = end_bin;
-    while (l < end_bin && csum[l] < lower) ++l;
-    while (r > start_bin && csum[r] > upper) --r;
+    const float lower = static_cast<float>(steps.alpha[a + 1] * total);
+    const float upper = static_cast<float>(steps.beta[b + 1] * total);
+    const int64_t l = first_at_least(csum, start_bin, end_bin, lower, sorted);
+    const int64_t r = last_at_most(csum, start_bin, end_bin, upper, sorted);
     int64_t next_start_bin = start_bin;
     int64_t next_end_bin = end_bin;
     if ((l - start_bin) > (end_bin - r)) {
       next_start_bin = l;
-      alpha = next_alpha;
+      ++a;
     } else {
       next_end_bin = r;
-      beta = next_beta;
+      ++b;
     }
-    if (next_start_bin == start_bin && next_end_bin == end_bin) continue;
+    if (next_start_bin == start_bin && next_end_bin == end_bin) {
+      b = first_active_beta(steps.beta, b, steps.alpha[a], total, csum[end_bin], start_bin == end_bin);
+      continue;
+    }
     double norm = quantization_error(histogram, error_bin_width, next_start_bin, next_end_bin, dst_nbins);
     if (norm > norm_min) break;
     norm_min = norm;

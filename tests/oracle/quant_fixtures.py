@@ -84,6 +84,9 @@ def input_kinds():
         ('large', [randn(1, 16, 56, 56) * 1.5 + 0.2, randn(1, 16, 56, 56)]),
         ('constant_then_normal', [torch.full(shape, -0.3), randn(*shape)]),
         ('with_nan', [with_nan, randn(*shape) * 2]),
+        ('tiny', [randn(1, 4, 2, 2)]),
+        ('two_values', [torch.where(rand(*shape) < 0.9, -1.0, 3.0)]),
+        ('tiny_batches', [randn(1, 4, 2, 2), randn(1, 4, 2, 2) * 5 + 2]),
     ]
 
 
