@@ -6,6 +6,7 @@
 #include "qfx/ir/python_literals.h"
 
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,22 +14,19 @@
 namespace qfx::ir {
 namespace {
 
-// Shortest "%.*e" form of `value` that reads back exactly: returns the
-// significant digits (no dot) and the decimal exponent of the first digit.
+// The shortest decimal that reads back as `value` (> 0), as Python's repr
+// picks it: the significant digits (no dot) and the decimal exponent of the
+// first digit.
 std::pair<std::string, int> shortest_digits(double value) {
   char buf[40];
-  for (int precision = 0; precision < 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*e", precision, value);
-    if (std::strtod(buf, nullptr) == value) break;
-  }
-  std::string text(buf);
-  size_t e = text.find('e');
+  const std::to_chars_result end = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::scientific);
+  const std::string_view text(buf, static_cast<size_t>(end.ptr - buf));
+  const size_t e = text.find('e');
   std::string digits;
   for (size_t i = 0; i < e; ++i) {
-    if (text[i] >= '0' && text[i] <= '9') digits += text[i];
+    if (text[i] != '.') digits += text[i];
   }
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-  return {digits, std::atoi(text.c_str() + e + 1)};
+  return {digits, std::atoi(std::string(text.substr(e + 1)).c_str())};
 }
 
 std::string fixed_notation(const std::string& digits, int exponent) {

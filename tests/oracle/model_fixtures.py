@@ -267,6 +267,9 @@ def write_literals():
               0.0029353597201406956, 100.0, 1234567890123456.0, 12345678901234567.0]
     values += [struct.unpack('<d', struct.pack('<Q', rng.getrandbits(64)))[0] for _ in range(200)]
     values += [rng.uniform(-1e3, 1e3) for _ in range(200)] + [rng.random() * 10.0 ** rng.randint(-30, 30) for _ in range(200)]
+    # powers of two (a shorter gap below than above) and float32 values, as scales are
+    values += [2.0 ** k for k in range(-1074, 1024, 3)]
+    values += [struct.unpack('<f', struct.pack('<I', rng.getrandbits(32) & 0x7f7fffff))[0] for _ in range(300)]
     floats = [{'hex': v.hex(), 'repr': repr(v)} for v in values if not math.isnan(v)]
     strings = ['cpu', "it's", 'say "hi"', 'both \' and "', 'tab\there', 'new\nline', 'back\\slash', '', 'caf\u00e9']
     with open(os.path.join(OUT, 'literals.json'), 'w') as f:
