@@ -270,6 +270,17 @@ namespace {
 
 constexpr double kSearchStep = 1e-5;
 
+// torch.cumsum of a float32 tensor on the CPU: a running double sum, each
+// prefix rounded to float.
+std::vector<float> cumsum(const at::Tensor& histogram) {
+  const at::Tensor contiguous = histogram.contiguous();
+  const float* bins = contiguous.data_ptr<float>();
+  std::vector<float> out(static_cast<size_t>(contiguous.numel()));
+  double sum = 0.0;
+  for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<float>(sum += static_cast<double>(bins[k]));
+  return out;
+}
+
 // The values the search's alpha (0 + 1e-5 + 1e-5 ...) and beta (1 - 1e-5 -
 // 1e-5 ...) take, in the loop's own double arithmetic: alpha_k and beta_k
 // after k steps, until they pass each other.
@@ -330,15 +341,14 @@ int64_t last_at_most(const float* csum, int64_t start_bin, int64_t end_bin, floa
 // sum (non-decreasing) instead of scans; the steps that change nothing are
 // skipped (first_active_beta). Each step compares and computes exactly what
 // the Python loop does.
-std::pair<at::Tensor, at::Tensor> non_linear_param_search(const at::Tensor& histogram, const at::Tensor& min_val,
-                                                          const at::Tensor& max_val, int64_t dst_nbins) {
+std::pair<float, float> non_linear_param_search(const at::Tensor& histogram, float min_val, float max_val,
+                                                int64_t dst_nbins) {
   const int64_t bins = histogram.numel();
-  at::Tensor bin_width = (max_val - min_val) / bins;
   const double total = at::sum(histogram).item<double>();
-  at::Tensor csum_tensor = at::cumsum(histogram, 0).contiguous();
-  const float* csum = csum_tensor.data_ptr<float>();
+  const std::vector<float> cumulative = cumsum(histogram);
+  const float* csum = cumulative.data();
   // _compute_quantization_error's bin width is computed in double from .item().
-  const double error_bin_width = (max_val.item<double>() - min_val.item<double>()) / static_cast<double>(bins);
+  const double error_bin_width = (static_cast<double>(max_val) - static_cast<double>(min_val)) / static_cast<double>(bins);
   // Bins are counts, but a combined histogram can hold tiny negative values.
   const bool sorted = std::isfinite(total) && std::is_sorted(csum, csum + bins);
   const SearchSteps& steps = search_steps();
@@ -371,7 +381,9 @@ std::pair<at::Tensor, at::Tensor> non_linear_param_search(const at::Tensor& hist
     start_bin = next_start_bin;
     end_bin = next_end_bin;
   }
-  return {min_val + bin_width * start_bin, min_val + bin_width * (end_bin + 1)};
+  // the result in float32 tensor arithmetic: min_val + (max_val - min_val) / bins * bin
+  const float bin_width = (max_val - min_val) / static_cast<float>(bins);
+  return {min_val + bin_width * static_cast<float>(start_bin), min_val + bin_width * static_cast<float>(end_bin + 1)};
 }
 
 }  // namespace qfx::quant::detail

@@ -30,8 +30,8 @@ double quantization_error(const at::Tensor& histogram, double bin_width, int64_t
                           int64_t dst_nbins);
 
 /// `HistogramObserver._non_linear_param_search()`: the (min, max) that
-/// minimize the L2 quantization error, as 0-dim float32 tensors.
-std::pair<at::Tensor, at::Tensor> non_linear_param_search(const at::Tensor& histogram, const at::Tensor& min_val,
-                                                          const at::Tensor& max_val, int64_t dst_nbins);
+/// minimize the L2 quantization error, for a histogram of [min_val, max_val].
+std::pair<float, float> non_linear_param_search(const at::Tensor& histogram, float min_val, float max_val,
+                                                int64_t dst_nbins);
 
 }  // namespace qfx::quant::detail

@@ -85,8 +85,9 @@ QParams HistogramObserverImpl::calculate_qparams() {
   TORCH_CHECK(histogram.numel() == options.bins(), "HistogramObserver: the histogram has ", histogram.numel(),
               " bins, not ", options.bins());
   const int64_t dst_nbins = int64_t{1} << c10::elementSize(c10::toUnderlying(options.dtype())) * 8;
-  auto [new_min, new_max] = detail::non_linear_param_search(histogram, min_val, max_val, dst_nbins);
-  return calculate_qparams_from(new_min, new_max);
+  auto [new_min, new_max] =
+      detail::non_linear_param_search(histogram, min_val.item<float>(), max_val.item<float>(), dst_nbins);
+  return calculate_qparams_from(at::scalar_tensor(new_min, at::kFloat), at::scalar_tensor(new_max, at::kFloat));
 }
 
 }  // namespace qfx::quant

@@ -9,6 +9,10 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 namespace qfx::quant {
 
 std::pair<int64_t, int64_t> ActivationPostProcess::quant_range() const {
@@ -46,16 +50,33 @@ void UniformObserverBase::register_eps() {
 namespace {
 
 // PyTorch's check_min_max_valid: false when nothing was observed.
-bool observed(const at::Tensor& min_val, const at::Tensor& max_val) {
-  if (min_val.numel() == 0 || max_val.numel() == 0) return false;
-  if (min_val.dim() == 0 || max_val.dim() == 0) {
-    if (min_val.item<double>() == INFINITY && max_val.item<double>() == -INFINITY) return false;
-    TORCH_CHECK(min_val.item<double>() <= max_val.item<double>(), "min ", min_val.item<double>(),
-                " should be less than max ", max_val.item<double>());
+bool observed(const float* min_val, const float* max_val, int64_t n, bool per_tensor) {
+  if (n == 0) return false;
+  if (per_tensor) {
+    if (min_val[0] == INFINITY && max_val[0] == -INFINITY) return false;
+    TORCH_CHECK(min_val[0] <= max_val[0], "min ", min_val[0], " should be less than max ", max_val[0]);
     return true;
   }
-  TORCH_CHECK(at::all(min_val <= max_val).item<bool>(), "min should be less than max in every channel");
+  for (int64_t c = 0; c < n; ++c) {
+    TORCH_CHECK(min_val[c] <= max_val[c], "min should be less than max in every channel");
+  }
   return true;
+}
+
+// at::minimum / at::maximum of two floats (NaN propagates).
+float minimum(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+float maximum(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+
+// `torch.round(v).to(torch.int)`: half to even, then x86's conversion
+// (INT32_MIN for NaN and out-of-range values).
+int32_t round_to_int(float v) {
+  const float r = std::nearbyint(v);
+  return r >= -2147483648.0f && r < 2147483648.0f ? static_cast<int32_t>(r) : INT32_MIN;
+}
+
+// `quant_min - zero_point` in int32, wrapping as ATen's int32 rsub does.
+int32_t rsub_int32(int64_t quant_min, int32_t zero_point) {
+  return static_cast<int32_t>(static_cast<uint32_t>(quant_min - static_cast<int64_t>(zero_point)));
 }
 
 }  // namespace
@@ -71,36 +92,85 @@ void warn_non_finite(const ActivationPostProcess& observer, bool& warned) {
   TORCH_WARN(observer.describe(), ": left non-finite values (NaN, +-Inf) out of its statistics");
 }
 
-QParams UniformObserverBase::calculate_qparams_from(const at::Tensor& min_val, const at::Tensor& max_val) {
-  if (!observed(min_val, max_val)) return no_data_qparams(*this);
-  auto [quant_min, quant_max] = quant_range_;
-  at::Tensor min_val_neg = at::min(min_val, at::zeros_like(min_val));
-  at::Tensor max_val_pos = at::max(max_val, at::zeros_like(max_val));
-  at::Tensor scale = at::ones(min_val_neg.sizes(), at::kFloat);
-  at::Tensor zero_point = at::zeros(min_val_neg.sizes(), at::kLong);
-  c10::QScheme qscheme = uniform_.qscheme();
-  if (is_symmetric(qscheme)) {
-    max_val_pos = at::max(-min_val_neg, max_val_pos);
-    scale = max_val_pos / (static_cast<double>(quant_max - quant_min) / 2);
-    scale = at::max(scale, eps_);
-    if (uniform_.dtype() == c10::kQUInt8) {
-      bool customized = uniform_.quant_min().has_value();
-      int64_t mid = quant_min + quant_max >= 0 ? (quant_min + quant_max) / 2 : -((-(quant_min + quant_max) + 1) / 2);
-      zero_point = zero_point.new_full(zero_point.sizes(), customized ? mid : 128);
-    }
-  } else if (is_float_qparams(qscheme)) {
-    scale = (max_val - min_val) / static_cast<double>(quant_max - quant_min);
-    scale = at::where(scale > eps_, scale, at::ones_like(scale));
-    zero_point = -1 * min_val / scale;
-  } else {
-    scale = (max_val_pos - min_val_neg) / static_cast<double>(quant_max - quant_min);
-    scale = at::max(scale, eps_);
-    zero_point = at::rsub(at::round(min_val_neg / scale).to(at::kInt), quant_min);
-    zero_point = at::clamp(zero_point, quant_min, quant_max);
+namespace {
+
+// The numbers _calculate_qparams divides by and clamps to, as float32.
+struct QParamsArithmetic {
+  int64_t quant_min, quant_max;
+  float eps;
+  float levels() const { return static_cast<float>(static_cast<double>(quant_max - quant_min)); }
+  float half_levels() const { return static_cast<float>(static_cast<double>(quant_max - quant_min) / 2); }
+};
+
+void symmetric_qparams(const float* lo, const float* hi, int64_t n, const QParamsArithmetic& q,
+                       int64_t zero_point_value, float* scale, int64_t* zero_point) {
+  const float half_levels = q.half_levels();
+  for (int64_t c = 0; c < n; ++c) {
+    const float max_pos = maximum(-minimum(lo[c], 0.0f), maximum(hi[c], 0.0f));
+    scale[c] = maximum(max_pos / half_levels, q.eps);
+    zero_point[c] = zero_point_value;
   }
-  // Scalars become 1-element tensors, as in PyTorch.
-  if (scale.dim() == 0) scale = at::tensor({scale.item<double>()}, scale.options());
-  if (zero_point.dim() == 0) zero_point = zero_point.reshape({1});
+}
+
+void float_qparams(const float* lo, const float* hi, int64_t n, const QParamsArithmetic& q, float* scale,
+                   float* zero_point) {
+  const float levels = q.levels();
+  for (int64_t c = 0; c < n; ++c) {
+    const float range = (hi[c] - lo[c]) / levels;
+    scale[c] = range > q.eps ? range : 1.0f;
+    zero_point[c] = -1.0f * lo[c] / scale[c];
+  }
+}
+
+void affine_qparams(const float* lo, const float* hi, int64_t n, const QParamsArithmetic& q, float* scale,
+                    int32_t* zero_point) {
+  const float levels = q.levels();
+  const auto quant_min = static_cast<int32_t>(q.quant_min), quant_max = static_cast<int32_t>(q.quant_max);
+  for (int64_t c = 0; c < n; ++c) {
+    const float min_neg = minimum(lo[c], 0.0f);
+    scale[c] = maximum((maximum(hi[c], 0.0f) - min_neg) / levels, q.eps);
+    zero_point[c] = std::clamp(rsub_int32(q.quant_min, round_to_int(min_neg / scale[c])), quant_min, quant_max);
+  }
+}
+
+}  // namespace
+
+int64_t UniformObserverBase::symmetric_zero_point() const {
+  if (uniform_.dtype() != c10::kQUInt8) return 0;
+  if (!uniform_.quant_min().has_value()) return 128;
+  const int64_t sum = quant_range_.first + quant_range_.second;  // Python's (quant_min + quant_max) // 2
+  return sum >= 0 ? sum / 2 : -((-sum + 1) / 2);
+}
+
+// _calculate_qparams element by element: every op PyTorch runs on the
+// min/max tensors is elementwise float32 arithmetic (the divisors are Python
+// numbers cast to float32), so one loop gives the same bits, dtypes and
+// shapes (scalars become 1-element tensors, as in PyTorch).
+QParams UniformObserverBase::calculate_qparams_from(const at::Tensor& min_val, const at::Tensor& max_val) {
+  TORCH_CHECK(min_val.scalar_type() == at::kFloat && max_val.scalar_type() == at::kFloat &&
+                  min_val.sizes() == max_val.sizes() && min_val.dim() <= 1,
+              describe(), ": min_val and max_val must be float32 tensors of one shape, 0-dim or 1-dim");
+  TORCH_CHECK(eps_.defined() && eps_.numel() == 1, describe(), ": no eps buffer");
+  const at::Tensor lo_tensor = min_val.contiguous(), hi_tensor = max_val.contiguous();
+  const float* lo = lo_tensor.data_ptr<float>();
+  const float* hi = hi_tensor.data_ptr<float>();
+  const int64_t n = min_val.numel();
+  if (!observed(lo, hi, n, min_val.dim() == 0)) return no_data_qparams(*this);
+  const QParamsArithmetic q{quant_range_.first, quant_range_.second, eps_.to(at::kFloat).item<float>()};
+  const std::vector<int64_t> shape = min_val.dim() == 0 ? std::vector<int64_t>{1} : min_val.sizes().vec();
+  at::Tensor scale = at::empty(shape, at::kFloat);
+  if (is_symmetric(uniform_.qscheme())) {
+    at::Tensor zero_point = at::empty(shape, at::kLong);
+    symmetric_qparams(lo, hi, n, q, symmetric_zero_point(), scale.data_ptr<float>(), zero_point.data_ptr<int64_t>());
+    return {scale, zero_point};
+  }
+  if (is_float_qparams(uniform_.qscheme())) {
+    at::Tensor zero_point = at::empty(shape, at::kFloat);
+    float_qparams(lo, hi, n, q, scale.data_ptr<float>(), zero_point.data_ptr<float>());
+    return {scale, zero_point};
+  }
+  at::Tensor zero_point = at::empty(shape, at::kInt);
+  affine_qparams(lo, hi, n, q, scale.data_ptr<float>(), zero_point.data_ptr<int32_t>());
   return {scale, zero_point};
 }
 

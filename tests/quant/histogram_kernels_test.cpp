@@ -118,10 +118,11 @@ TEST(HistogramKernels, QuantizationErrorLikeATen) {
 
 // HistogramObserver._non_linear_param_search as PyTorch 1.13 writes it: a
 // step of 1e-5 in alpha or beta per iteration, linear scans for the bins.
-std::pair<double, double> param_search_like_python(const at::Tensor& hist, double min_val, double max_val,
-                                                   int64_t dst_nbins) {
+std::pair<float, float> param_search_like_python(const at::Tensor& hist, float min_val, float max_val,
+                                                 int64_t dst_nbins) {
   const int64_t bins = hist.numel();
-  const float bin_width = static_cast<float>(max_val - min_val) / static_cast<float>(bins);
+  const at::Tensor min_tensor = at::scalar_tensor(min_val), max_tensor = at::scalar_tensor(max_val);
+  const at::Tensor bin_width = (max_tensor - min_tensor) / bins;
   const double total = hist.sum().item<double>();
   at::Tensor csum_tensor = at::cumsum(hist, 0);
   const float* csum = csum_tensor.data_ptr<float>();
@@ -141,46 +142,45 @@ std::pair<double, double> param_search_like_python(const at::Tensor& hist, doubl
       beta = next_beta;
     }
     if (next_start_bin == start_bin && next_end_bin == end_bin) continue;
-    const double norm =
-        quantization_error(hist, (max_val - min_val) / bins, next_start_bin, next_end_bin, dst_nbins);
+    const double norm = quantization_error(hist, (max_tensor.item<double>() - min_tensor.item<double>()) / bins,
+                                           next_start_bin, next_end_bin, dst_nbins);
     if (norm > norm_min) break;
     norm_min = norm;
     start_bin = next_start_bin;
     end_bin = next_end_bin;
   }
-  return {static_cast<float>(min_val) + bin_width * static_cast<float>(start_bin),
-          static_cast<float>(min_val) + bin_width * static_cast<float>(end_bin + 1)};
+  return {(min_tensor + bin_width * start_bin).item<float>(), (min_tensor + bin_width * (end_bin + 1)).item<float>()};
 }
 
 // Histograms the search meets: dense, sparse (a few values among 2048 bins,
 // where most steps change nothing), one bin, two bins, a ReLU-like empty
-// left part, and a combined histogram's tiny negative bins (cSum not
-// monotone).
+// left part, a combined histogram's negative bins (cSum not monotone), and
+// fractional bins after a huge one (cSum's double running sum matters).
 at::Tensor search_case(int trial) {
   const int64_t bins = trial % 5 == 0 ? 256 : 2048;
   at::Tensor hist = at::zeros({bins});
-  switch (trial % 6) {
+  switch (trial % 7) {
     case 0: hist = at::floor(at::rand({bins}) * 1000); break;
     case 1: hist.index_put_({at::randint(bins, {16})}, 1.0); break;
     case 2: hist[trial % bins] = 64; break;
     case 3: hist[3] = 5, hist[bins - 7] = 2; break;
     case 4: hist = at::floor(at::rand({bins}) * 7), hist.slice(0, 0, bins / 2).zero_(); break;
-    default: hist = at::floor(at::rand({bins}) * 3), hist.index_put_({at::randint(bins, {400})}, -0.9);
+    case 5: hist = at::floor(at::rand({bins}) * 3), hist.index_put_({at::randint(bins, {400})}, -0.9); break;
+    default: hist = at::rand({bins}) * 0.9, hist[0] = 16777216.0f;
   }
   return hist;
 }
 
 TEST(HistogramKernels, ParamSearchLikePython) {
   at::manual_seed(3);
-  for (int trial = 0; trial < 48; ++trial) {
+  for (int trial = 0; trial < 56; ++trial) {
     const at::Tensor hist = search_case(trial);
-    const double min_val = -0.5 * (trial % 4), max_val = 0.25 + trial;
+    const float min_val = -0.5f * (trial % 4) - 0.013f * trial, max_val = 0.25f + 1.37f * trial;
     for (int64_t levels : {256, 128}) {
-      const auto [lo, hi] =
-          non_linear_param_search(hist, at::scalar_tensor(min_val), at::scalar_tensor(max_val), levels);
+      const auto [lo, hi] = non_linear_param_search(hist, min_val, max_val, levels);
       const auto [want_lo, want_hi] = param_search_like_python(hist, min_val, max_val, levels);
-      EXPECT_EQ(lo.item<float>(), want_lo) << "trial " << trial << " levels " << levels;
-      EXPECT_EQ(hi.item<float>(), want_hi) << "trial " << trial << " levels " << levels;
+      EXPECT_EQ(lo, want_lo) << "trial " << trial << " levels " << levels;
+      EXPECT_EQ(hi, want_hi) << "trial " << trial << " levels " << levels;
     }
   }
 }

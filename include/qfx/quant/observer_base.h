@@ -113,6 +113,9 @@ class UniformObserverBase : public ObserverBase {
   UniformObserverBase(const UniformObserverOptions& options, const char* class_name);
   /// Registers the `eps` buffer (call from `reset()`).
   void register_eps();
+  /// The zero point of symmetric qparams: 128 for quint8 (the middle of a
+  /// custom range), else 0.
+  int64_t symmetric_zero_point() const;
 
   UniformObserverOptions uniform_;
   std::pair<int64_t, int64_t> quant_range_;
