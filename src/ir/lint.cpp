@@ -7,7 +7,10 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <unordered_set>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace qfx::ir {
 namespace {
@@ -16,13 +19,42 @@ namespace {
   TORCH_CHECK(false, "lint: node %", node.name(), ": ", problem, "\n", graph.to_string());
 }
 
-void check_inputs(const Graph& graph, const Node& node,
-                  const std::unordered_set<const Node*>& defined) {
+// The nodes' positions in list order, looked up by address (sorted, so
+// linting a large graph allocates twice instead of once per node).
+class Positions {
+ public:
+  explicit Positions(const Graph& graph) {
+    by_address_.reserve(graph.size());
+    for (Node* node : graph.nodes()) by_address_.emplace_back(node, by_address_.size());
+    std::sort(by_address_.begin(), by_address_.end());
+  }
+  /// The position of `node`, or SIZE_MAX when it is not in the graph.
+  size_t of(const Node* node) const {
+    auto it = std::lower_bound(by_address_.begin(), by_address_.end(), std::make_pair(node, size_t{0}));
+    return it != by_address_.end() && it->first == node ? it->second : SIZE_MAX;
+  }
+
+ private:
+  std::vector<std::pair<const Node*, size_t>> by_address_;
+};
+
+// For each position, whether an earlier node has the same name.
+std::vector<bool> repeated_names(const Graph& graph) {
+  std::vector<std::pair<std::string_view, size_t>> names;
+  names.reserve(graph.size());
+  for (Node* node : graph.nodes()) names.emplace_back(node->name(), names.size());
+  std::sort(names.begin(), names.end());
+  std::vector<bool> repeated(names.size(), false);
+  for (size_t i = 1; i < names.size(); ++i) repeated[names[i].second] = names[i].first == names[i - 1].first;
+  return repeated;
+}
+
+void check_inputs(const Graph& graph, const Node& node, size_t position, const Positions& positions) {
   for (Node* input : node.input_nodes()) {
     if (&input->owning_graph() != &graph) {
       lint_error(graph, node, "input %" + input->name() + " belongs to another graph");
     }
-    if (defined.count(input) == 0) {
+    if (positions.of(input) >= position) {
       lint_error(graph, node, "input %" + input->name() + " is used before it is defined");
     }
     const auto& users = input->users();
@@ -34,8 +66,7 @@ void check_inputs(const Graph& graph, const Node& node,
 
 void check_users(const Graph& graph, const Node& node) {
   for (Node* user : node.users()) {
-    auto inputs = user->input_nodes();
-    if (std::find(inputs.begin(), inputs.end(), &node) == inputs.end()) {
+    if (!user->has_input(&node)) {
       lint_error(graph, node, "lists %" + user->name() + " as a user, but it is not an input there");
     }
   }
@@ -44,12 +75,13 @@ void check_users(const Graph& graph, const Node& node) {
 }  // namespace
 
 void Graph::lint() const {
-  std::unordered_set<const Node*> defined;
-  std::unordered_set<std::string> names;
+  const Positions positions(*this);
+  const std::vector<bool> repeated = repeated_names(*this);
+  size_t position = 0;
   for (Node* node : nodes()) {
     if (&node->owning_graph() != this) lint_error(*this, *node, "belongs to another graph");
-    if (!names.insert(node->name()).second) lint_error(*this, *node, "duplicate name");
-    check_inputs(*this, *node, defined);
+    if (repeated[position]) lint_error(*this, *node, "duplicate name");
+    check_inputs(*this, *node, position, positions);
     check_users(*this, *node);
     if (node->op() == Opcode::kOutput && node != tail_) {
       lint_error(*this, *node, "output node is not the last node");
@@ -57,7 +89,7 @@ void Graph::lint() const {
     if (node->op() == Opcode::kOutput && node->args().size() != 1) {
       lint_error(*this, *node, "output node must have exactly one argument");
     }
-    defined.insert(node);
+    ++position;
   }
 }
 

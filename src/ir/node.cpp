@@ -60,6 +60,14 @@ std::vector<Node*> Node::input_nodes() const {
   return inputs;
 }
 
+bool Node::has_input(const Node* node) const {
+  bool found = false;
+  auto check = [node, &found](Node* n) { found = found || n == node; };
+  for (const Argument& a : args_) for_each_node(a, check);
+  for (const auto& kv : kwargs_) for_each_node(kv.second, check);
+  return found;
+}
+
 void Node::unlink_inputs() {
   for (Node* input : input_nodes()) {
     auto& users = input->users_;

@@ -77,6 +77,8 @@ class Node {
   const std::vector<Node*>& users() const { return users_; }
   /// Distinct nodes among args and kwargs, in order of first appearance.
   std::vector<Node*> input_nodes() const;
+  /// Whether `node` is among args or kwargs (no allocation).
+  bool has_input(const Node* node) const;
 
   /// Next and previous node in the graph; nullptr at the ends.
   Node* next() const { return next_; }
