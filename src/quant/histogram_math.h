@@ -15,6 +15,10 @@
 
 namespace qfx::quant::detail {
 
+/// Whether histc bins eight elements at a time with AVX2 (on by default when
+/// the CPU has it); tests switch it off to check the SSE2 path too.
+bool& histc_uses_avx2();
+
 /// `torch.histc(x, bins, min, max)` for a float32 tensor: the histogram as a
 /// float32 tensor of `bins` counts.
 at::Tensor histc(const at::Tensor& x, int64_t bins, double min, double max);
