@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-
 #include <vector>
 
 #ifdef __SSE2__

@@ -1,6 +1,7 @@
 // UniformObserverBase: PyTorch 1.13's UniformQuantizationObserverBase with
-// `_calculate_qparams` written with the same ATen ops in the same order, so
-// that scales and zero points are the same float32 bits and dtypes.
+// `_calculate_qparams` as one loop doing, per element, the float32 arithmetic
+// of its ATen ops in the same order, so that scales and zero points are the
+// same bits, dtypes and shapes.
 
 #include "qfx/quant/observer_base.h"
 
