@@ -82,23 +82,17 @@ struct Case {
   c10::optional<int64_t> quant_min, quant_max;
 };
 
+template <typename Options>
+Options options_of(const Case& c) {
+  return Options().dtype(c.dtype).qscheme(c.qscheme).reduce_range(c.reduce_range).quant_min(c.quant_min).quant_max(
+      c.quant_max);
+}
+
 std::shared_ptr<UniformObserverBase> make_observer(const Case& c) {
   if (c.qscheme == c10::kPerTensorAffine || c.qscheme == c10::kPerTensorSymmetric) {
-    return MinMaxObserver(MinMaxObserverOptions()
-                              .dtype(c.dtype)
-                              .qscheme(c.qscheme)
-                              .reduce_range(c.reduce_range)
-                              .quant_min(c.quant_min)
-                              .quant_max(c.quant_max))
-        .ptr();
+    return MinMaxObserver(options_of<MinMaxObserverOptions>(c)).ptr();
   }
-  return PerChannelMinMaxObserver(PerChannelMinMaxObserverOptions()
-                                      .dtype(c.dtype)
-                                      .qscheme(c.qscheme)
-                                      .reduce_range(c.reduce_range)
-                                      .quant_min(c.quant_min)
-                                      .quant_max(c.quant_max))
-      .ptr();
+  return PerChannelMinMaxObserver(options_of<PerChannelMinMaxObserverOptions>(c)).ptr();
 }
 
 TEST(QParams, LikeTheATenOps) {
