@@ -35,33 +35,74 @@ void HistogramObserverImpl::start_histogram(const at::Tensor& x, const at::Tenso
   histogram.copy_(detail::histc(x, options.bins(), lo.item<double>(), hi.item<double>()));
 }
 
-// The new batch widens the range: the old histogram is resampled onto the
-// combined range (HistogramObserver._adjust_min_max and _combine_histograms).
-void HistogramObserverImpl::grow_histogram(const at::Tensor& x, const at::Tensor& lo, const at::Tensor& hi) {
-  const int64_t bins = options.bins();
-  const int64_t upsample_rate = options.upsample_rate();
-  at::Tensor combined_min = at::min(lo, min_val);
-  at::Tensor combined_max = at::max(hi, max_val);
+namespace {
+
+// HistogramObserver._adjust_min_max: the combined range widened so that it is
+// a whole number of the current histogram's upsampled bins.
+struct AdjustedRange {
+  at::Tensor min;
+  at::Tensor max;
+  int64_t downsample_rate;
+  int64_t start_idx;
+};
+
+AdjustedRange adjust_min_max(const at::Tensor& combined_min, const at::Tensor& combined_max, const at::Tensor& min_val,
+                             const at::Tensor& max_val, int64_t bins, int64_t upsample_rate) {
   at::Tensor hist_bin_width = (max_val - min_val) / (bins * upsample_rate);
   auto downsample_rate = static_cast<int64_t>(
       at::ceil((combined_max - combined_min) / (bins * hist_bin_width)).item<double>());
   at::Tensor e = downsample_rate * (bins * hist_bin_width) - (combined_max - combined_min);
-  combined_max = combined_max + e;
   auto start_idx = static_cast<int64_t>(at::round((min_val - combined_min) / hist_bin_width).item<double>());
-  at::Tensor combined = detail::histc(x, bins, combined_min.item<double>(), combined_max.item<double>());
-  if (at::equal(combined_min, min_val) && at::equal(combined_max, max_val)) {
-    combined += histogram;
+  return {combined_min, combined_max + e, downsample_rate, start_idx};
+}
+
+}  // namespace
+
+// The new batch widens the range: the old histogram is resampled onto the
+// combined range (HistogramObserver._adjust_min_max and _combine_histograms).
+void HistogramObserverImpl::grow_histogram(const at::Tensor& x, const at::Tensor& lo, const at::Tensor& hi) {
+  const int64_t bins = options.bins();
+  AdjustedRange combined =
+      adjust_min_max(at::min(lo, min_val), at::max(hi, max_val), min_val, max_val, bins, options.upsample_rate());
+  at::Tensor counts = detail::histc(x, bins, combined.min.item<double>(), combined.max.item<double>());
+  if (at::equal(combined.min, min_val) && at::equal(combined.max, max_val)) {
+    counts += histogram;
   } else {
-    combined = detail::combine_histograms(combined, histogram, upsample_rate, downsample_rate, start_idx, bins);
+    counts = detail::combine_histograms(counts, histogram, options.upsample_rate(), combined.downsample_rate,
+                                        combined.start_idx, bins);
   }
-  histogram.copy_(combined);
-  min_val.copy_(combined_min);
-  max_val.copy_(combined_max);
+  histogram.copy_(counts);
+  min_val.copy_(combined.min);
+  max_val.copy_(combined.max);
+}
+
+// When every element of the batch lies in [min_val, max_val], Python's forward
+// combines an unchanged range; if _adjust_min_max keeps that range (its
+// rounding term can move max_val), the batch's counts over it are added to
+// the histogram. That is decided before the data is read, so the batch is
+// read once instead of twice (aminmax, then histc). False when an element
+// lies outside or the range would move, with nothing changed.
+bool HistogramObserverImpl::add_if_inside(const at::Tensor& x, float current_min, float current_max) {
+  if (current_min != kept_range_.first || current_max != kept_range_.second) {
+    AdjustedRange same = adjust_min_max(min_val, max_val, min_val, max_val, options.bins(), options.upsample_rate());
+    range_is_kept_ = at::equal(same.min, min_val) && at::equal(same.max, max_val);
+    kept_range_ = {current_min, current_max};
+  }
+  if (!range_is_kept_) return false;
+  std::optional<at::Tensor> counts = detail::histc_inside(x, options.bins(), current_min, current_max);
+  if (!counts) return false;
+  histogram.copy_(*counts + histogram);
+  return true;
 }
 
 at::Tensor HistogramObserverImpl::forward(const at::Tensor& x_orig) {
   if (x_orig.numel() == 0) return x_orig;
   at::Tensor x = x_orig.detach().to(at::kFloat);
+  float current_min = min_val.item<float>();
+  float current_max = max_val.item<float>();
+  bool uninitialized = current_min == INFINITY && current_max == -INFINITY;
+  bool started = !uninitialized && current_min != current_max;
+  if (started && add_if_inside(x, current_min, current_max)) return x_orig;
   auto [lo, hi] = at::aminmax(x);
   if (!std::isfinite(lo.item<float>()) || !std::isfinite(hi.item<float>())) {
     warn_non_finite(*this, warned_non_finite_);
@@ -69,13 +110,10 @@ at::Tensor HistogramObserverImpl::forward(const at::Tensor& x_orig) {
     if (x.numel() == 0) return x_orig;
     std::tie(lo, hi) = at::aminmax(x);
   }
-  float current_min = min_val.item<float>();
-  float current_max = max_val.item<float>();
-  bool uninitialized = current_min == INFINITY && current_max == -INFINITY;
-  if (uninitialized || current_min == current_max) {
-    start_histogram(x, lo, hi);
-  } else {
+  if (started) {
     grow_histogram(x, lo, hi);
+  } else {
+    start_histogram(x, lo, hi);
   }
   return x_orig;
 }

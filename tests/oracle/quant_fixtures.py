@@ -64,6 +64,9 @@ def input_kinds():
 
     outliers = randn(*shape)
     outliers.view(-1)[::97] *= 50.0
+    # a range that _adjust_min_max moves when 1000 bins (upsampled 100x) see it again
+    moving_range = rand(*shape) * 30 - 15
+    moving_range.view(-1)[:2] = torch.tensor([-18.83616828918457, 18.816429138183594])
     zero_channel = randn(*shape) * 2
     zero_channel[:, 2] = 0
     zero_channel[1] = 0
@@ -87,6 +90,12 @@ def input_kinds():
         ('tiny', [randn(1, 4, 2, 2)]),
         ('two_values', [torch.where(rand(*shape) < 0.9, -1.0, 3.0)]),
         ('tiny_batches', [randn(1, 4, 2, 2), randn(1, 4, 2, 2) * 5 + 2]),
+        # calibration-like: most batches fall inside the range seen so far
+        ('relu_batches', [torch.relu(randn(*shape) * (1.0 + 0.1 * k)) for k in (5, 0, 3, 1, 4, 2, 6, 0)]),
+        # a zero bound and batches inside it with the other zero
+        ('moving_range', [moving_range, randn(*shape) * 4, randn(*shape) * 30]),
+        ('signed_zero_min', [torch.relu(randn(*shape)), torch.where(rand(*shape) < 0.5, -0.0, rand(*shape))]),
+        ('signed_zero_max', [-torch.relu(randn(*shape)), torch.where(rand(*shape) < 0.5, 0.0, -rand(*shape))]),
     ]
 
 
@@ -120,6 +129,8 @@ def observer_cases():
         ('histogram_reduce', h, dict(reduce_range=True)),
         ('histogram_qint8_sym', h, dict(dtype=qi8, qscheme=s)),
         ('histogram_small_bins', h, dict(bins=256, upsample_rate=16)),
+        # not powers of two: _adjust_min_max can move an unchanged range
+        ('histogram_bins_1000', h, dict(bins=1000, upsample_rate=100)),
         ('histogram_0_127', h, dict(quant_min=0, quant_max=127)),
     ]
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
 namespace qfx::quant::detail {
 namespace {
@@ -33,7 +34,7 @@ void histc_bins_like_aten() {
     // NaN falls in no bin (ATen's histc reads out of bounds for it)
     at::Tensor with_nan = x.clone();
     if (trial % 4 == 1) with_nan.slice(0, 0, c10::nullopt, 97).fill_(NAN), x = with_nan.masked_select(~with_nan.isnan());
-    for (int64_t bins : {2048, 256, 7}) {
+    for (int64_t bins : {2048, 256, 1000, 1001, 100, 7, 3}) {
       at::Tensor ours = histc(with_nan, bins, lo.item<double>(), hi.item<double>());
       at::Tensor theirs = at::histc(x, bins, lo.item<double>(), hi.item<double>());
       ASSERT_TRUE(at::equal(ours, theirs)) << "trial " << trial << " bins " << bins;
@@ -46,14 +47,45 @@ void histc_bins_like_aten() {
 
 TEST(HistogramKernels, HistcBinsLikeATen) { with_and_without_avx2(histc_bins_like_aten); }
 
-TEST(HistogramKernels, HistcOfAnOverflowingRangeBinsInDouble) {
-  // (x - min) * bins overflows float: ATen's cast of infinity is undefined
-  // behaviour there; qfx bins by the exact position.
-  at::Tensor x = at::tensor({-3e38f, -2.5e38f, -0.5e38f, 0.5e38f, 1.5e38f, 2.5e38f, 3e38f});
-  at::Tensor hist = histc(x, 6, -3e38, 3e38);  // bins 1e38 wide
-  EXPECT_TRUE(at::equal(hist, at::tensor({2.0f, 0.0f, 1.0f, 1.0f, 1.0f, 2.0f}))) << hist;
-  EXPECT_EQ(histc(at::full({1000}, 1e38f), 2048, -3e38, 3e38).sum().item<float>(), 1000.0f);
+TEST(HistogramKernels, HistcOfARangeWiderThanFloatLikeATen) {
+  // hi - lo overflows float: (x - lo) / inf is 0, every element in bin 0.
+  // (ATen's edges overflow too, and it counts elements outside such a range;
+  // the observer's ranges hold all its data.)
+  with_and_without_avx2([] {
+    at::Tensor x = at::tensor({-2e38f, -1.5e38f, -0.5e38f, 0.0f, 0.5e38f, 1e38f, 2e38f});
+    EXPECT_TRUE(at::equal(histc(x, 6, -2e38, 2e38), at::histc(x, 6, -2e38, 2e38)));
+    at::Tensor same = at::full({1000}, 1e38f);
+    EXPECT_TRUE(at::equal(histc(same, 2048, -2e38, 2e38), at::histc(same, 2048, -2e38, 2e38)));
+  });
 }
+
+void histc_inside_like_histc_or_nothing() {
+  at::manual_seed(2);
+  for (int64_t n : {5, 1000, 300000}) {  // 300000: one chunk per thread
+    at::Tensor x = at::relu(at::randn({n}));
+    x[1] = 0.0f;
+    const float hi = x.max().item<float>();
+    for (int64_t bins : {2048, 1000}) {
+      std::optional<at::Tensor> ours = histc_inside(x, bins, 0.0f, hi);
+      ASSERT_TRUE(ours.has_value()) << n;
+      EXPECT_TRUE(at::equal(*ours, at::histc(x, bins, 0.0, hi))) << n << " " << bins;
+    }
+    for (float odd : {-1e-3f, 2 * hi, NAN, -0.0f}) {
+      at::Tensor y = x.clone();
+      y[n - 1] = odd;  // in the last chunk
+      EXPECT_FALSE(histc_inside(y, 2048, 0.0f, hi).has_value()) << n << " " << odd;
+    }
+    // a zero of the other sign than a zero bound would replace the bound
+    at::Tensor negated = -x;  // -0.0 where x is 0
+    EXPECT_FALSE(histc_inside(negated, 2048, -hi, 0.0f).has_value()) << n;
+    std::optional<at::Tensor> same_zero = histc_inside(negated, 2048, -hi, -0.0f);
+    ASSERT_TRUE(same_zero.has_value()) << n;
+    EXPECT_TRUE(at::equal(*same_zero, at::histc(negated, 2048, -hi, 0.0))) << n;
+    EXPECT_TRUE(histc_inside(negated, 2048, -hi, 1.0f).has_value()) << n;
+  }
+}
+
+TEST(HistogramKernels, HistcInsideLikeHistcOrNothing) { with_and_without_avx2(histc_inside_like_histc_or_nothing); }
 
 // _combine_histograms with ATen ops, as PyTorch writes it.
 at::Tensor combine_with_aten(const at::Tensor& orig_hist, const at::Tensor& new_hist, int64_t up, int64_t down,

@@ -26,11 +26,12 @@ std::vector<double> expected(const nlohmann::json& hexes) {
   return out;
 }
 
-// Bitwise equality of doubles, NaN equal to NaN.
+// Bitwise equality of doubles (the sign of zero too), NaN equal to NaN.
 void expect_same(const std::vector<double>& ours, const std::vector<double>& theirs, const std::string& what) {
   ASSERT_EQ(ours.size(), theirs.size()) << what;
   for (size_t i = 0; i < ours.size(); ++i) {
-    bool same = ours[i] == theirs[i] || (std::isnan(ours[i]) && std::isnan(theirs[i]));
+    bool same = (ours[i] == theirs[i] && std::signbit(ours[i]) == std::signbit(theirs[i])) ||
+                (std::isnan(ours[i]) && std::isnan(theirs[i]));
     EXPECT_TRUE(same) << what << "[" << i << "]: " << ir::python_float_repr(ours[i]) << " vs "
                       << ir::python_float_repr(theirs[i]);
   }

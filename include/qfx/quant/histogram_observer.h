@@ -14,6 +14,9 @@
 #include <torch/nn/cloneable.h>
 #include <torch/nn/pimpl.h>
 
+#include <cmath>
+#include <utility>
+
 namespace qfx::quant {
 
 /// Options of HistogramObserver.
@@ -41,7 +44,11 @@ class HistogramObserverImpl : public torch::nn::Cloneable<HistogramObserverImpl>
  private:
   void start_histogram(const at::Tensor& x, const at::Tensor& lo, const at::Tensor& hi);
   void grow_histogram(const at::Tensor& x, const at::Tensor& lo, const at::Tensor& hi);
+  bool add_if_inside(const at::Tensor& x, float current_min, float current_max);
   bool warned_non_finite_ = false;
+  // Whether _adjust_min_max keeps the range kept_range_ (computed once per range).
+  std::pair<float, float> kept_range_{NAN, NAN};
+  bool range_is_kept_ = false;
 };
 TORCH_MODULE(HistogramObserver);
 
