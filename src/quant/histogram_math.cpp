@@ -356,8 +356,9 @@ double quantization_error(const at::Tensor& histogram, double bin_width, int64_t
   const float last = static_cast<float>(dst_nbins - 1);
   const at::Tensor contiguous = histogram.contiguous();
   const float* hist = contiguous.data_ptr<float>();
-  at::Tensor norm_tensor = at::empty({bins}, at::kFloat);
-  float* norm = norm_tensor.data_ptr<float>();
+  thread_local std::vector<float> norms;  // reused: the search calls this often
+  norms.resize(static_cast<size_t>(bins));
+  float* norm = norms.data();
   // An empty bin's norm is 0 * finite terms, +0, when no cube can overflow
   // (every distance is below 2 (bins + 1) bin widths).
   const bool empty_is_zero = std::pow(2.0 * static_cast<double>(bins + 1) * bin_width, 3) < 1e37;
@@ -379,7 +380,7 @@ double quantization_error(const at::Tensor& histogram, double bin_width, int64_t
     norm[k] = n;
   }
   // the sum in ATen's own reduction order
-  return norm_tensor.sum().item<double>();
+  return at::from_blob(norm, {bins}, at::kFloat).sum().item<double>();
 }
 
 namespace {
