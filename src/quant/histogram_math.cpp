@@ -1,10 +1,10 @@
 // HistogramObserver kernels. The loops reproduce ATen's arithmetic exactly:
-// histc bins in float with (x - lo) / (hi - lo) * bins truncated, as
-// PyTorch 1.13's histc does (the product last; it differs from
-// (x - lo) * bins / (hi - lo) when bins is not a power of two); cumsum with dtype=double is a
-// sequential double sum; tensor-with-Python-scalar ops cast the scalar to the
-// tensor's float32 first. Counting in int64 is exact; ATen's float counts are
-// too until 2^24 in one bin.
+// histc bins in float with (x - lo) / (hi - lo) * bins truncated, as PyTorch
+// 1.13's histc does (the product last, which differs from
+// (x - lo) * bins / (hi - lo) when bins is not a power of two); cumsum with
+// dtype=double is a sequential double sum; tensor-with-Python-scalar ops cast
+// the scalar to the tensor's float32 first. Counting in integers is exact;
+// ATen's float counts are too until 2^24 in one bin.
 
 #include "histogram_math.h"
 
