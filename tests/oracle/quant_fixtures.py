@@ -92,8 +92,8 @@ def input_kinds():
         ('tiny_batches', [randn(1, 4, 2, 2), randn(1, 4, 2, 2) * 5 + 2]),
         # calibration-like: most batches fall inside the range seen so far
         ('relu_batches', [torch.relu(randn(*shape) * (1.0 + 0.1 * k)) for k in (5, 0, 3, 1, 4, 2, 6, 0)]),
-        # a zero bound and batches inside it with the other zero
         ('moving_range', [moving_range, randn(*shape) * 4, randn(*shape) * 30]),
+        # a zero bound and batches inside it with the other zero
         ('signed_zero_min', [torch.relu(randn(*shape)), torch.where(rand(*shape) < 0.5, -0.0, rand(*shape))]),
         ('signed_zero_max', [-torch.relu(randn(*shape)), torch.where(rand(*shape) < 0.5, 0.0, -rand(*shape))]),
     ]
