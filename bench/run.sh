@@ -55,12 +55,13 @@ done
 
 "$python" - "$results" "$here/results.json" "$repeats" "$blas" <<'PY'
 import json, os, platform, sys
+import torch
 rows = [json.loads(line) for line in open(sys.argv[1])]
 flags = next((l.split(':', 1)[1].split() for l in open('/proc/cpuinfo') if l.startswith('flags')), [])
 cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
 machine = {'cpu': cpu, 'cores': os.cpu_count(), 'python': platform.python_version(),
            'simd': [f for f in flags if f.startswith(('avx', 'fma', 'amx'))], 'repeats': int(sys.argv[3]),
-           'blas': sys.argv[4], 'threads_default': 2}
+           'blas': sys.argv[4], 'threads_default': torch.get_num_threads()}
 json.dump({'machine': machine, 'models': rows}, open(sys.argv[2], 'w'), indent=1)
 
 def s(x): return f"{x['median']:.4f} ({x['min']:.4f}-{x['max']:.4f})"
