@@ -80,21 +80,6 @@ int32_t rsub_int32(int64_t quant_min, int32_t zero_point) {
   return static_cast<int32_t>(static_cast<uint32_t>(quant_min - static_cast<int64_t>(zero_point)));
 }
 
-}  // namespace
-
-QParams no_data_qparams(const ActivationPostProcess& observer) {
-  TORCH_WARN(observer.describe(), ": no data was observed; using PyTorch's default scale 1.0 and zero_point 0");
-  return {at::tensor({1.0}, at::kFloat), at::tensor({int64_t{0}}, at::kLong)};
-}
-
-void warn_non_finite(const ActivationPostProcess& observer, bool& warned) {
-  if (warned) return;
-  warned = true;
-  TORCH_WARN(observer.describe(), ": left non-finite values (NaN, +-Inf) out of its statistics");
-}
-
-namespace {
-
 // The numbers _calculate_qparams divides by and clamps to, as float32.
 struct QParamsArithmetic {
   int64_t quant_min, quant_max;
@@ -135,6 +120,17 @@ void affine_qparams(const float* lo, const float* hi, int64_t n, const QParamsAr
 }
 
 }  // namespace
+
+QParams no_data_qparams(const ActivationPostProcess& observer) {
+  TORCH_WARN(observer.describe(), ": no data was observed; using PyTorch's default scale 1.0 and zero_point 0");
+  return {at::tensor({1.0}, at::kFloat), at::tensor({int64_t{0}}, at::kLong)};
+}
+
+void warn_non_finite(const ActivationPostProcess& observer, bool& warned) {
+  if (warned) return;
+  warned = true;
+  TORCH_WARN(observer.describe(), ": left non-finite values (NaN, +-Inf) out of its statistics");
+}
 
 int64_t UniformObserverBase::symmetric_zero_point() const {
   if (uniform_.dtype() != c10::kQUInt8) return 0;
