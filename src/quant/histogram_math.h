@@ -17,8 +17,9 @@
 
 namespace qfx::quant::detail {
 
-/// Whether histc bins eight elements at a time with AVX2 (on by default when
-/// the CPU has it); tests switch it off to check the SSE2 path too.
+/// Whether histc bins eight elements at a time, and quantization_error
+/// computes eight bins' norms at a time, with AVX2 (on by default when the
+/// CPU has it); tests switch it off to check the SSE2 / scalar paths too.
 bool& histc_uses_avx2();
 
 /// `torch.histc(x, bins, min, max)` for a float32 tensor: the histogram as a
