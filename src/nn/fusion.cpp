@@ -13,6 +13,7 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
+#include <mutex>
 
 namespace qfx::nn {
 namespace {
@@ -49,6 +50,35 @@ inline void restore_sizes(torch::nn::LinearOptions& o, const torch::nn::LinearOp
   o.in_features(real.in_features()).out_features(real.out_features());
 }
 
+/// Puts the default CPU generator back as it was on leaving the scope: its
+/// engine and cached normal samples copied, which is what get_state and
+/// set_state carry, without their state tensor.
+class KeepRandomStream {
+ public:
+  KeepRandomStream() : gen_(at::detail::getDefaultCPUGenerator()) {
+    std::lock_guard<std::mutex> lock(gen_.mutex());
+    auto* impl = gen_.get<at::CPUGeneratorImpl>();
+    engine_ = impl->engine();
+    next_float_ = impl->next_float_normal_sample();
+    next_double_ = impl->next_double_normal_sample();
+  }
+  ~KeepRandomStream() {
+    std::lock_guard<std::mutex> lock(gen_.mutex());
+    auto* impl = gen_.get<at::CPUGeneratorImpl>();
+    impl->set_engine(engine_);
+    impl->set_next_float_normal_sample(next_float_);
+    impl->set_next_double_normal_sample(next_double_);
+  }
+  KeepRandomStream(const KeepRandomStream&) = delete;
+  KeepRandomStream& operator=(const KeepRandomStream&) = delete;
+
+ private:
+  at::Generator gen_;
+  at::mt19937 engine_;
+  c10::optional<float> next_float_;
+  c10::optional<double> next_double_;
+};
+
 /// A copy of `m` built from `options` (with a bias) holding `w` and `b`: a
 /// small module of the kind, given the real options and tensors. The global
 /// random generator is left as it was (fusion must not change the random
@@ -56,10 +86,11 @@ inline void restore_sizes(torch::nn::LinearOptions& o, const torch::nn::LinearOp
 template <typename Impl, typename Options>
 ModulePtr with_weights(const Impl& m, Options options, const at::Tensor& w, const at::Tensor& b) {
   options.bias(true);
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  at::Tensor state = gen.get_state();
-  auto out = std::make_shared<Impl>(small(options));
-  gen.set_state(state);
+  std::shared_ptr<Impl> out;
+  {
+    KeepRandomStream keep;
+    out = std::make_shared<Impl>(small(options));
+  }
   restore_sizes(out->options, options);
   at::NoGradGuard no_grad;
   out->weight.set_data(w);
