@@ -5,17 +5,22 @@
 //             value in the node's slot, free the slots whose last use it was
 //
 // Arguments without nodes are converted to IValues at compile time.
+// Observer steps may run on the observer thread; steps that may change a
+// tensor in place (barriers) wait for it first.
 
 #include "qfx/ir/interpreter.h"
 
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/op_registry.h"
+#include "observer_thread.h"
 
 #include <c10/util/Exception.h>
 #include <torch/nn/module.h>
 
+#include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace qfx::ir {
 namespace {
@@ -70,6 +75,15 @@ c10::IValue constant_value(const Argument& arg) {
   TORCH_CHECK(false, "internal: constant_value on a Node");
 }
 
+// Waits for the observer thread, leaving its errors to the exception being
+// handled.
+void wait_quietly(detail::ObserverThread& observers) {
+  try {
+    observers.drain();
+  } catch (...) {
+  }
+}
+
 // Re-raises the exception being handled as a c10::Error that names the node.
 [[noreturn]] void rethrow_at(const char* doing, const Node& node) {
   try {
@@ -79,6 +93,51 @@ c10::IValue constant_value(const Argument& arg) {
   } catch (const std::exception& e) {
     TORCH_CHECK(false, doing, " ", node.format(), ": ", e.what());
   }
+}
+
+bool is_true(const Argument& arg) { return arg.kind() == Argument::Kind::kBool && arg.to_bool(); }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Whether a call_function / call_method may change a tensor in place: an
+// in-place op (`relu_`, `operator.iadd`, `__iadd__`, `setitem`), `out=`, or
+// `inplace=True` (by keyword, or any True argument of a functional).
+bool op_may_mutate(const Node& node) {
+  const std::string& target = node.target();
+  const std::string name = target.substr(target.rfind('.') + 1);
+  if (ends_with(name, "_") && !ends_with(name, "__")) return true;
+  if (name.rfind("__i", 0) == 0 || target.rfind("operator.i", 0) == 0) return true;
+  if (target.find("setitem") != std::string::npos) return true;
+  for (const auto& [key, value] : node.kwargs()) {
+    if (key == "out" || (key == "inplace" && is_true(value))) return true;
+  }
+  if (target.rfind("torch.nn.functional.", 0) == 0) {
+    for (const Argument& arg : node.args()) {
+      if (is_true(arg)) return true;
+    }
+  }
+  return false;
+}
+
+// PyTorch's module classes that take `inplace` (not all of them show it in
+// their repr: Hardswish, Hardsigmoid, Mish print nothing).
+const std::unordered_set<std::string>& inplace_capable() {
+  static const std::unordered_set<std::string> names = {
+      "ReLU",  "ReLU6", "RReLU",     "Hardtanh", "Hardswish", "Hardsigmoid", "SiLU",      "Mish",
+      "ELU",   "CELU",  "SELU",      "LeakyReLU", "Threshold", "Dropout",    "Dropout1d", "Dropout2d",
+      "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"};
+  return names;
+}
+
+// Whether a module may change its input in place: a class that takes
+// `inplace` (whatever its setting), or a kind qfx runs without knowing it (a
+// TorchScript or user module).
+bool module_may_mutate(const ModuleKind& kind) {
+  if (kind.observer) return false;
+  if (kind.named_by_instance || kind.qualified_name.rfind("torch.", 0) != 0) return true;
+  return inplace_capable().count(kind.qualified_name.substr(kind.qualified_name.rfind('.') + 1)) != 0;
 }
 
 }  // namespace
@@ -97,6 +156,10 @@ struct Interpreter::Program {
     std::vector<ArgCode> args;
     std::vector<std::pair<std::string, ArgCode>> kwargs;
     std::vector<size_t> free_after;
+    bool observer = false;  // may run on the observer thread
+    bool barrier = false;   // may change a tensor in place
+    bool copy_input = false;  // an observer whose input an in-place module changes next
+    std::string where;      // "While executing %node ..." of an observer
   };
 
   std::vector<Step> steps;
@@ -110,6 +173,9 @@ struct Interpreter::Program {
   Step compile_step(const GraphModule& gm, const Node& node);
   c10::IValue eval(const ArgCode& code) const;
   c10::IValue execute(const Step& step, std::vector<c10::IValue>& inputs) const;
+  c10::IValue observe_later(const Step& step) const;
+  bool has_observers() const;
+  void copy_for_inplace_modules();
 };
 
 ArgCode Interpreter::Program::compile_arg(const Argument& arg) const {
@@ -155,6 +221,9 @@ Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule&
       step.kind = StepKind::kModule;
       step.module = module.get();
       step.forward = &kind->forward;
+      step.observer = kind->observer;
+      step.barrier = module_may_mutate(*kind);
+      if (step.observer) step.where = "While executing " + node.format();
       keep_alive.push_back(std::move(module));
       break;
     }
@@ -165,6 +234,7 @@ Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule&
       step.op = (is_fn ? OpRegistry::functions() : OpRegistry::methods()).find(node.target());
       TORCH_CHECK(step.op != nullptr, "no implementation of ", is_fn ? "function " : "method ",
                   node.target());
+      step.barrier = op_may_mutate(node);
       break;
     }
     case Opcode::kOutput:
@@ -208,6 +278,53 @@ c10::IValue Interpreter::Program::execute(const Step& step, std::vector<c10::IVa
   return (*step.op)(CallArgs(std::move(args), std::move(kwargs)));
 }
 
+// Queues an observer's forward on the observer thread; its value is its
+// input, as the forward returns it.
+c10::IValue Interpreter::Program::observe_later(const Step& step) const {
+  std::vector<c10::IValue> args;
+  for (const ArgCode& a : step.args) args.push_back(eval(a));
+  if (args.size() != 1 || !args[0].isTensor()) return (*step.forward)(*step.module, args);
+  c10::IValue value = args[0];
+  if (step.copy_input) args[0] = args[0].toTensor().clone();
+  const size_t bytes = value.toTensor().nbytes();
+  detail::ObserverThread::instance().submit(
+      [module = step.module, forward = step.forward, args = std::move(args)]() mutable { (*forward)(*module, args); },
+      bytes, step.where);
+  return value;
+}
+
+// An in-place-capable module need not wait for the observer thread
+// when its input is a fresh tensor that only observers saw on the way: the
+// output of a module with parameters (conv, linear, norm: never a view), each
+// node from there used once. Those observers are given a copy instead.
+void Interpreter::Program::copy_for_inplace_modules() {
+  auto single_node_input = [](const Node& node) -> Node* {
+    return node.args().size() == 1 && node.args()[0].is_node() ? node.args()[0].to_node() : nullptr;
+  };
+  for (Step& step : steps) {
+    if (step.kind != StepKind::kModule || !step.barrier) continue;
+    const ModuleKind* kind = ModuleRegistry::instance().find(*step.module);
+    if (kind->named_by_instance || kind->qualified_name.rfind("torch.", 0) != 0) continue;
+    Node* from = single_node_input(*step.node);
+    std::vector<size_t> observers;
+    while (from != nullptr && from->users().size() == 1 && steps[slot_of.at(from)].observer) {
+      observers.push_back(slot_of.at(from));
+      from = single_node_input(*from);
+    }
+    if (from == nullptr || from->users().size() != 1) continue;
+    const Step& producer = steps[slot_of.at(from)];
+    if (producer.kind != StepKind::kModule || producer.module->parameters().empty()) continue;
+    const ModuleKind* producer_kind = ModuleRegistry::instance().find(*producer.module);
+    if (producer_kind->named_by_instance || producer_kind->qualified_name.rfind("torch.", 0) != 0) continue;
+    step.barrier = false;
+    for (size_t observer : observers) steps[observer].copy_input = true;
+  }
+}
+
+bool Interpreter::Program::has_observers() const {
+  return std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.observer; });
+}
+
 Interpreter::Interpreter(const GraphModule& gm) : program_(std::make_unique<Program>()) {
   Program& p = *program_;
   for (Node* node : gm.graph().nodes()) {
@@ -230,11 +347,14 @@ Interpreter::Interpreter(const GraphModule& gm) : program_(std::make_unique<Prog
     }
   }
   p.slots.resize(p.steps.size());
+  p.copy_for_inplace_modules();
 }
 
 Interpreter::~Interpreter() = default;
 
 void Interpreter::set_node_hook(NodeHook hook) { hook_ = std::move(hook); }
+
+void Interpreter::set_observer_thread(ObserverThread mode) { observer_thread_ = mode; }
 
 size_t Interpreter::num_inputs() const { return program_->num_inputs; }
 
@@ -243,19 +363,33 @@ c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
   TORCH_CHECK(inputs.size() >= p.num_required && inputs.size() <= p.num_inputs, "forward() takes ",
               p.num_required == p.num_inputs ? "" : "at least ", p.num_required, " input(s), got ",
               inputs.size());
+  const bool later = observer_thread_ != ObserverThread::kOff && p.has_observers() &&
+                     (observer_thread_ == ObserverThread::kOn || detail::observer_thread_helps());
+  detail::ObserverThread* observers = later ? &detail::ObserverThread::instance() : nullptr;
+  auto wait_for_observers = [&] {  // their errors name the observer node
+    try {
+      observers->drain();
+    } catch (...) {
+      std::fill(p.slots.begin(), p.slots.end(), c10::IValue());
+      throw;
+    }
+  };
   c10::IValue result;
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Program::Step& step = p.steps[i];
+    if (later && step.barrier) wait_for_observers();
     try {
-      p.slots[i] = p.execute(step, inputs);
+      p.slots[i] = later && step.observer ? p.observe_later(step) : p.execute(step, inputs);
       if (hook_) hook_(*step.node, p.slots[i]);
     } catch (...) {
       std::fill(p.slots.begin(), p.slots.end(), c10::IValue());
+      if (later) wait_quietly(*observers);
       rethrow_at("While executing", *step.node);
     }
     if (step.kind == Program::StepKind::kOutput) result = std::move(p.slots[i]);
     for (size_t slot : step.free_after) p.slots[slot] = c10::IValue();
   }
+  if (later) wait_for_observers();
   return result;
 }
 

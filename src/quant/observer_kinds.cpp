@@ -52,6 +52,15 @@ void add_module_kind(const std::string& name, ir::ModuleExtraRepr extra_repr) {
   ir::ModuleRegistry::instance().add({name, typeid(Impl), run, std::move(extra_repr), ""});
 }
 
+/// An observer kind whose forward reads its input (the interpreter may run
+/// it on its observer thread).
+template <typename Impl>
+void add_observer_kind(const std::string& name, ir::ModuleExtraRepr extra_repr) {
+  ir::ModuleKind kind{name, typeid(Impl), run, std::move(extra_repr), ""};
+  kind.observer = true;
+  ir::ModuleRegistry::instance().add(std::move(kind));
+}
+
 template <typename Impl>
 std::string min_max_repr(const torch::nn::Module& m) {
   const auto& o = as<Impl>(m);
@@ -187,14 +196,14 @@ void add_fake_quantizers(ObserverRegistry& r) {
 
 void add_module_kinds() {
   std::string m = kObserverModule;
-  add_module_kind<MinMaxObserverImpl>(m + "MinMaxObserver", min_max_repr<MinMaxObserverImpl>);
-  add_module_kind<MovingAverageMinMaxObserverImpl>(m + "MovingAverageMinMaxObserver",
+  add_observer_kind<MinMaxObserverImpl>(m + "MinMaxObserver", min_max_repr<MinMaxObserverImpl>);
+  add_observer_kind<MovingAverageMinMaxObserverImpl>(m + "MovingAverageMinMaxObserver",
                                                    min_max_repr<MovingAverageMinMaxObserverImpl>);
-  add_module_kind<PerChannelMinMaxObserverImpl>(m + "PerChannelMinMaxObserver",
+  add_observer_kind<PerChannelMinMaxObserverImpl>(m + "PerChannelMinMaxObserver",
                                                 min_max_repr<PerChannelMinMaxObserverImpl>);
-  add_module_kind<MovingAveragePerChannelMinMaxObserverImpl>(
+  add_observer_kind<MovingAveragePerChannelMinMaxObserverImpl>(
       m + "MovingAveragePerChannelMinMaxObserver", min_max_repr<MovingAveragePerChannelMinMaxObserverImpl>);
-  add_module_kind<HistogramObserverImpl>(m + "HistogramObserver", min_max_repr<HistogramObserverImpl>);
+  add_observer_kind<HistogramObserverImpl>(m + "HistogramObserver", min_max_repr<HistogramObserverImpl>);
   add_module_kind<PlaceholderObserverImpl>(m + "PlaceholderObserver", no_repr);
   add_module_kind<FixedQParamsObserverImpl>(m + "FixedQParamsObserver", no_repr);
   add_module_kind<NoopObserverImpl>(m + "NoopObserver", no_repr);

@@ -46,10 +46,24 @@ class Interpreter {
   /// Number of placeholders and how many of them have defaults.
   size_t num_inputs() const;
 
+  /// Where observer modules (ModuleKind::observer) run.
+  enum class ObserverThread {
+    kAuto,  ///< on the observer thread when a core is idle (more hardware threads than ATen's)
+    kOn,    ///< on the observer thread
+    kOff,   ///< in line, node after node
+  };
+  /// On the observer thread, an observer's forward runs while the nodes after
+  /// it do; run() waits for every observer before a node that may change a
+  /// tensor in place (an in-place op, `inplace=True`, `out=`, a module qfx does
+  /// not know) and before it returns, so observers see what they would see
+  /// in line and are up to date when run() returns. Default kAuto.
+  void set_observer_thread(ObserverThread mode);
+
  private:
   struct Program;
   std::unique_ptr<Program> program_;
   NodeHook hook_;
+  ObserverThread observer_thread_ = ObserverThread::kAuto;
 };
 
 }  // namespace qfx::ir

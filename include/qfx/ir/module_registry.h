@@ -35,6 +35,10 @@ struct ModuleKind {
   /// Prints under the instance's `name()` instead (modules standing for
   /// user classes, e.g. a TorchScript submodule run as it is).
   bool named_by_instance = false;
+  /// An observer: forward returns its input as it is and changes only the
+  /// module's own state, so the interpreter may run it on its observer
+  /// thread while later nodes run.
+  bool observer = false;
 };
 
 /// The process-wide table of module kinds.

@@ -1,0 +1,106 @@
+// ObserverThread: a FIFO of observer forwards on one background thread.
+
+#include "observer_thread.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+
+#include <exception>
+
+namespace qfx::ir::detail {
+namespace {
+
+constexpr size_t kMaxPendingBytes = size_t{256} << 20;
+
+// Collects the warnings of the tasks run on the observer thread.
+class Collect : public c10::WarningHandler {
+ public:
+  explicit Collect(std::function<void(const c10::SourceLocation&, const std::string&, bool)> sink)
+      : sink_(std::move(sink)) {}
+  void process(const c10::SourceLocation& location, const std::string& message, const bool verbatim) override {
+    sink_(location, message, verbatim);
+  }
+
+ private:
+  std::function<void(const c10::SourceLocation&, const std::string&, bool)> sink_;
+};
+
+}  // namespace
+
+ObserverThread& ObserverThread::instance() {
+  thread_local ObserverThread thread;  // runs from several threads do not wait for each other
+  return thread;
+}
+
+ObserverThread::ObserverThread() : thread_([this] { loop(); }) {}
+
+ObserverThread::~ObserverThread() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void ObserverThread::submit(std::function<void()> task, size_t bytes, std::string where) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return pending_bytes_ == 0 || pending_bytes_ + bytes <= kMaxPendingBytes; });
+  pending_bytes_ += bytes;
+  queue_.push_back({std::move(task), bytes, std::move(where), at::ThreadLocalState()});
+  changed_.notify_all();
+}
+
+void ObserverThread::drain() {
+  std::vector<Warning> warnings;
+  std::string error;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    warnings.swap(warnings_);
+    error.swap(error_);
+  }
+  for (const Warning& w : warnings) c10::Warning::warn(w.location, w.message, w.verbatim);
+  TORCH_CHECK(error.empty(), error);
+}
+
+void ObserverThread::loop() {
+  Collect collect([this](const c10::SourceLocation& location, const std::string& message, bool verbatim) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    warnings_.push_back({location, message, verbatim});
+  });
+  c10::Warning::set_warning_handler(&collect);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    const bool skip = !error_.empty();  // after an error, the rest of the run is dropped
+    lock.unlock();
+    std::string failure;
+    if (!skip) {
+      try {
+        at::ThreadLocalStateGuard state(task.state);
+        task.run();
+      } catch (const c10::Error& e) {
+        failure = task.where + ": " + e.what_without_backtrace();
+      } catch (const std::exception& e) {
+        failure = task.where + ": " + e.what();
+      }
+    }
+    task.run = nullptr;  // the inputs go before the bytes are given back
+    lock.lock();
+    if (!failure.empty() && error_.empty()) error_ = std::move(failure);
+    pending_bytes_ -= task.bytes;
+    busy_ = false;
+    changed_.notify_all();
+  }
+}
+
+bool observer_thread_helps() {
+  return std::thread::hardware_concurrency() > static_cast<unsigned>(at::get_num_threads());
+}
+
+}  // namespace qfx::ir::detail

@@ -1,0 +1,68 @@
+#pragma once
+// ObserverThread: a background thread on which the interpreter runs
+// observer forwards while the float forward goes on. Tasks run in the order
+// they were submitted (an observer sees its batches in order), each under
+// the submitting thread's ATen thread-local state (inference mode, grad
+// mode, dispatch keys). drain() waits for every task, re-raises the first
+// task error on the calling thread and re-issues the tasks' warnings there
+// (c10's warning handler is per thread). Pending inputs are capped in bytes:
+// submit() waits while the cap is exceeded.
+
+#include <ATen/ThreadLocalState.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace qfx::ir::detail {
+
+class ObserverThread {
+ public:
+  /// The calling thread's observer thread, started on first use.
+  static ObserverThread& instance();
+  ~ObserverThread();
+
+  /// Queues `task`, which keeps `bytes` of input alive until it has run.
+  /// `where` prefixes its error message ("While executing %obs ...").
+  void submit(std::function<void()> task, size_t bytes, std::string where);
+  /// Waits until every queued task has run; then re-issues their warnings
+  /// and raises the first error, if any.
+  void drain();
+
+ private:
+  struct Task {
+    std::function<void()> run;
+    size_t bytes;
+    std::string where;
+    at::ThreadLocalState state;
+  };
+  struct Warning {
+    c10::SourceLocation location;
+    std::string message;
+    bool verbatim;
+  };
+
+  ObserverThread();
+  void loop();
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Task> queue_;
+  size_t pending_bytes_ = 0;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::string error_;
+  std::vector<Warning> warnings_;
+  std::thread thread_;
+};
+
+/// Whether an idle core is there for the observer thread: more hardware
+/// threads than ATen's intra-op threads.
+bool observer_thread_helps();
+
+}  // namespace qfx::ir::detail
