@@ -283,7 +283,10 @@ c10::IValue Interpreter::Program::execute(const Step& step, std::vector<c10::IVa
 c10::IValue Interpreter::Program::observe_later(const Step& step) const {
   std::vector<c10::IValue> args;
   for (const ArgCode& a : step.args) args.push_back(eval(a));
-  if (args.size() != 1 || !args[0].isTensor()) return (*step.forward)(*step.module, args);
+  if (args.size() != 1 || !args[0].isTensor()) {  // in line, after this observer's earlier batches
+    detail::ObserverThread::instance().drain();
+    return (*step.forward)(*step.module, args);
+  }
   c10::IValue value = args[0];
   if (step.copy_input) args[0] = args[0].toTensor().clone();
   const size_t bytes = value.toTensor().nbytes();
