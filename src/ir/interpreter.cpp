@@ -131,12 +131,17 @@ const std::unordered_set<std::string>& inplace_capable() {
   return names;
 }
 
+// Whether qfx knows what a module kind does: a PyTorch class, not a
+// TorchScript or user module run as it is.
+bool known_kind(const ModuleKind& kind) {
+  return !kind.named_by_instance && kind.qualified_name.rfind("torch.", 0) == 0;
+}
+
 // Whether a module may change its input in place: a class that takes
-// `inplace` (whatever its setting), or a kind qfx runs without knowing it (a
-// TorchScript or user module).
+// `inplace` (whatever its setting), or a kind qfx does not know.
 bool module_may_mutate(const ModuleKind& kind) {
   if (kind.observer) return false;
-  if (kind.named_by_instance || kind.qualified_name.rfind("torch.", 0) != 0) return true;
+  if (!known_kind(kind)) return true;
   return inplace_capable().count(kind.qualified_name.substr(kind.qualified_name.rfind('.') + 1)) != 0;
 }
 
@@ -151,6 +156,7 @@ struct Interpreter::Program {
     c10::IValue constant;  // get_attr value or placeholder default
     bool has_default = false;
     torch::nn::Module* module = nullptr;
+    const ModuleKind* module_kind = nullptr;
     const ModuleForward* forward = nullptr;
     const OpFn* op = nullptr;
     std::vector<ArgCode> args;
@@ -166,6 +172,7 @@ struct Interpreter::Program {
   std::vector<c10::IValue> slots;
   size_t num_inputs = 0;
   size_t num_required = 0;
+  bool has_observers = false;
   std::vector<std::shared_ptr<torch::nn::Module>> keep_alive;
   std::unordered_map<const Node*, size_t> slot_of;
 
@@ -174,7 +181,6 @@ struct Interpreter::Program {
   c10::IValue eval(const ArgCode& code) const;
   c10::IValue execute(const Step& step, std::vector<c10::IValue>& inputs) const;
   c10::IValue observe_later(const Step& step) const;
-  bool has_observers() const;
   void copy_for_inplace_modules();
 };
 
@@ -220,6 +226,7 @@ Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule&
       TORCH_CHECK(node.kwargs().empty(), "keyword arguments to modules are not supported");
       step.kind = StepKind::kModule;
       step.module = module.get();
+      step.module_kind = kind;
       step.forward = &kind->forward;
       step.observer = kind->observer;
       step.barrier = module_may_mutate(*kind);
@@ -305,9 +312,7 @@ void Interpreter::Program::copy_for_inplace_modules() {
     return node.args().size() == 1 && node.args()[0].is_node() ? node.args()[0].to_node() : nullptr;
   };
   for (Step& step : steps) {
-    if (step.kind != StepKind::kModule || !step.barrier) continue;
-    const ModuleKind* kind = ModuleRegistry::instance().find(*step.module);
-    if (kind->named_by_instance || kind->qualified_name.rfind("torch.", 0) != 0) continue;
+    if (step.kind != StepKind::kModule || !step.barrier || !known_kind(*step.module_kind)) continue;
     Node* from = single_node_input(*step.node);
     std::vector<size_t> observers;
     while (from != nullptr && from->users().size() == 1 && steps[slot_of.at(from)].observer) {
@@ -316,16 +321,13 @@ void Interpreter::Program::copy_for_inplace_modules() {
     }
     if (from == nullptr || from->users().size() != 1) continue;
     const Step& producer = steps[slot_of.at(from)];
-    if (producer.kind != StepKind::kModule || producer.module->parameters().empty()) continue;
-    const ModuleKind* producer_kind = ModuleRegistry::instance().find(*producer.module);
-    if (producer_kind->named_by_instance || producer_kind->qualified_name.rfind("torch.", 0) != 0) continue;
+    if (producer.kind != StepKind::kModule || !known_kind(*producer.module_kind) ||
+        producer.module->parameters().empty()) {
+      continue;
+    }
     step.barrier = false;
     for (size_t observer : observers) steps[observer].copy_input = true;
   }
-}
-
-bool Interpreter::Program::has_observers() const {
-  return std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.observer; });
 }
 
 Interpreter::Interpreter(const GraphModule& gm) : program_(std::make_unique<Program>()) {
@@ -350,6 +352,7 @@ Interpreter::Interpreter(const GraphModule& gm) : program_(std::make_unique<Prog
     }
   }
   p.slots.resize(p.steps.size());
+  p.has_observers = std::any_of(p.steps.begin(), p.steps.end(), [](const Program::Step& s) { return s.observer; });
   p.copy_for_inplace_modules();
 }
 
@@ -366,7 +369,7 @@ c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
   TORCH_CHECK(inputs.size() >= p.num_required && inputs.size() <= p.num_inputs, "forward() takes ",
               p.num_required == p.num_inputs ? "" : "at least ", p.num_required, " input(s), got ",
               inputs.size());
-  const bool later = observer_thread_ != ObserverThread::kOff && p.has_observers() &&
+  const bool later = observer_thread_ != ObserverThread::kOff && p.has_observers &&
                      (observer_thread_ == ObserverThread::kOn || detail::observer_thread_helps());
   detail::ObserverThread* observers = later ? &detail::ObserverThread::instance() : nullptr;
   auto wait_for_observers = [&] {  // their errors name the observer node

@@ -100,7 +100,8 @@ void ObserverThread::loop() {
 }
 
 bool observer_thread_helps() {
-  return std::thread::hardware_concurrency() > static_cast<unsigned>(at::get_num_threads());
+  static const unsigned hardware_threads = std::thread::hardware_concurrency();
+  return hardware_threads > static_cast<unsigned>(at::get_num_threads());
 }
 
 }  // namespace qfx::ir::detail

@@ -47,17 +47,12 @@ c10::IValue run(torch::nn::Module& m, std::vector<c10::IValue>& in) {
   return dynamic_cast<ActivationPostProcess&>(m).forward(in[0].toTensor());
 }
 
+/// Registers a kind; `observer` for those whose forward only reads its input
+/// (the interpreter may run them on its observer thread).
 template <typename Impl>
-void add_module_kind(const std::string& name, ir::ModuleExtraRepr extra_repr) {
-  ir::ModuleRegistry::instance().add({name, typeid(Impl), run, std::move(extra_repr), ""});
-}
-
-/// An observer kind whose forward reads its input (the interpreter may run
-/// it on its observer thread).
-template <typename Impl>
-void add_observer_kind(const std::string& name, ir::ModuleExtraRepr extra_repr) {
+void add_module_kind(const std::string& name, ir::ModuleExtraRepr extra_repr, bool observer = false) {
   ir::ModuleKind kind{name, typeid(Impl), run, std::move(extra_repr), ""};
-  kind.observer = true;
+  kind.observer = observer;
   ir::ModuleRegistry::instance().add(std::move(kind));
 }
 
@@ -196,14 +191,16 @@ void add_fake_quantizers(ObserverRegistry& r) {
 
 void add_module_kinds() {
   std::string m = kObserverModule;
-  add_observer_kind<MinMaxObserverImpl>(m + "MinMaxObserver", min_max_repr<MinMaxObserverImpl>);
-  add_observer_kind<MovingAverageMinMaxObserverImpl>(m + "MovingAverageMinMaxObserver",
-                                                   min_max_repr<MovingAverageMinMaxObserverImpl>);
-  add_observer_kind<PerChannelMinMaxObserverImpl>(m + "PerChannelMinMaxObserver",
-                                                min_max_repr<PerChannelMinMaxObserverImpl>);
-  add_observer_kind<MovingAveragePerChannelMinMaxObserverImpl>(
-      m + "MovingAveragePerChannelMinMaxObserver", min_max_repr<MovingAveragePerChannelMinMaxObserverImpl>);
-  add_observer_kind<HistogramObserverImpl>(m + "HistogramObserver", min_max_repr<HistogramObserverImpl>);
+  constexpr bool kObserver = true;
+  add_module_kind<MinMaxObserverImpl>(m + "MinMaxObserver", min_max_repr<MinMaxObserverImpl>, kObserver);
+  add_module_kind<MovingAverageMinMaxObserverImpl>(m + "MovingAverageMinMaxObserver",
+                                                   min_max_repr<MovingAverageMinMaxObserverImpl>, kObserver);
+  add_module_kind<PerChannelMinMaxObserverImpl>(m + "PerChannelMinMaxObserver",
+                                                min_max_repr<PerChannelMinMaxObserverImpl>, kObserver);
+  add_module_kind<MovingAveragePerChannelMinMaxObserverImpl>(
+      m + "MovingAveragePerChannelMinMaxObserver", min_max_repr<MovingAveragePerChannelMinMaxObserverImpl>,
+      kObserver);
+  add_module_kind<HistogramObserverImpl>(m + "HistogramObserver", min_max_repr<HistogramObserverImpl>, kObserver);
   add_module_kind<PlaceholderObserverImpl>(m + "PlaceholderObserver", no_repr);
   add_module_kind<FixedQParamsObserverImpl>(m + "FixedQParamsObserver", no_repr);
   add_module_kind<NoopObserverImpl>(m + "NoopObserver", no_repr);
