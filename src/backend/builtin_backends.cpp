@@ -77,17 +77,32 @@ FamilyDTypes qnnpack_dtypes() {
 
 }  // namespace
 
+// The native-style configs are built once (a few hundred pattern configs);
+// each call returns a copy the caller may change.
+
 BackendConfig get_native_backend_config() {
-  FamilyDTypes d = fbgemm_dtypes();
-  d.layer_norm = {input_output_only_quint8()};
-  return native_style("native", d);
+  static const BackendConfig config = [] {
+    FamilyDTypes d = fbgemm_dtypes();
+    d.layer_norm = {input_output_only_quint8()};
+    return native_style("native", d);
+  }();
+  return config;
 }
 
-BackendConfig get_fbgemm_backend_config() { return native_style("fbgemm", fbgemm_dtypes()); }
+BackendConfig get_fbgemm_backend_config() {
+  static const BackendConfig config = native_style("fbgemm", fbgemm_dtypes());
+  return config;
+}
 
-BackendConfig get_x86_backend_config() { return native_style("x86", fbgemm_dtypes()); }
+BackendConfig get_x86_backend_config() {
+  static const BackendConfig config = native_style("x86", fbgemm_dtypes());
+  return config;
+}
 
-BackendConfig get_qnnpack_backend_config() { return native_style("qnnpack", qnnpack_dtypes()); }
+BackendConfig get_qnnpack_backend_config() {
+  static const BackendConfig config = native_style("qnnpack", qnnpack_dtypes());
+  return config;
+}
 
 BackendConfig get_tensorrt_backend_config() {
   const DTypeConfigs weighted = {{c10::kQInt8, c10::kQInt8, c10::kQInt8, c10::kFloat}};

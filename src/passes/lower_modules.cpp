@@ -13,6 +13,14 @@ void lower_static_weighted_modules(Lowering& l) {
     auto m = l.module(&n);
     return m != nullptr && find_module_lowering(static_module_lowerings(), *m) != nullptr;
   };
+  std::vector<Lowering::Build> builds;
+  for (ir::Node* node : l.gm.graph().nodes()) {
+    std::optional<StaticMatch> m = match_static(l, node, accept, {0});
+    if (!m) continue;
+    const ModuleLowering* row = find_module_lowering(static_module_lowerings(), *l.module(m->ref));
+    builds.push_back({m->ref, row->quantized_type, output_qparams(l, *m->q), nullptr, ""});
+  }
+  l.prebuild(std::move(builds));
   for (ir::Node* node : l.gm.graph().node_list()) {
     std::optional<StaticMatch> m = match_static(l, node, accept, {0});
     if (!m) continue;
@@ -30,6 +38,7 @@ void lower_static_weighted_modules(Lowering& l) {
     l.gm.graph().erase_node(zero_point);
     l.changed = true;
   }
+  l.forget_prebuilt();
 }
 
 void lower_dynamic_weighted_modules(Lowering& l) {

@@ -10,11 +10,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace qfx::passes::detail {
 
 /// The graph being lowered and what the steps noticed.
 struct Lowering {
+  Lowering(ir::GraphModule& graph_module, const PassOptions& pass_options)
+      : gm(graph_module), options(pass_options) {}
+
   ir::GraphModule& gm;
   const PassOptions& options;
   /// Why a candidate node was left as it is (for --explain).
@@ -23,9 +27,28 @@ struct Lowering {
 
   /// The module a call_module node calls, or nullptr for other nodes.
   std::shared_ptr<torch::nn::Module> module(const ir::Node* node) const;
-  /// quantized_from_reference, or nullptr with the reason kept in refusals.
+  /// quantized_from_reference, or nullptr with the reason kept in refusals;
+  /// taken from prebuild when it built the same thing for `node`.
   std::shared_ptr<nn::QuantizedModuleImpl> make_quantized(const ir::Node& node, const std::string& type,
                                                           std::optional<nn::OutputQParams> output);
+
+  /// One module make_quantized will be asked for.
+  struct Build {
+    const ir::Node* node;
+    std::string type;
+    std::optional<nn::OutputQParams> output;
+    std::shared_ptr<nn::QuantizedModuleImpl> module;  // or:
+    std::string error;
+  };
+  /// Builds `builds` ahead of the rewrite, on the calling thread and, when
+  /// a core is idle, the worker thread (weight quantization and prepacking
+  /// are most of convert's time); make_quantized hands them out.
+  void prebuild(std::vector<Build> builds);
+  /// Drops the prebuilt modules make_quantized was not asked for.
+  void forget_prebuilt() { prebuilt_.clear(); }
+
+ private:
+  std::map<const ir::Node*, Build> prebuilt_;
 };
 
 /// dequantize - op - quantize_per_tensor (op possibly followed by a relu).

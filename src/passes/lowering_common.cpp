@@ -2,6 +2,8 @@
 
 #include "lowering.h"
 
+#include "../ir/worker_thread.h"
+
 #include "lower_tables.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/passes/prepare_state.h"
@@ -15,14 +17,43 @@ std::shared_ptr<torch::nn::Module> Lowering::module(const ir::Node* node) const 
   return gm.find_submodule(node->target());
 }
 
+namespace {
+
+bool same_output(const std::optional<nn::OutputQParams>& a, const std::optional<nn::OutputQParams>& b) {
+  if (!a || !b) return !a && !b;
+  return a->scale == b->scale && a->zero_point == b->zero_point;
+}
+
+// Builds b.module, or says why not in b.error.
+void build(Lowering::Build& b, const torch::nn::Module& source) {
+  try {
+    b.module = nn::quantized_from_reference(b.type, source, b.output);
+  } catch (const c10::Error& e) {
+    b.error = "cannot build " + b.type + ": " + e.what_without_backtrace();
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<nn::QuantizedModuleImpl> Lowering::make_quantized(const ir::Node& node, const std::string& type,
                                                                   std::optional<nn::OutputQParams> output) {
-  try {
-    return nn::quantized_from_reference(type, *module(&node), output);
-  } catch (const c10::Error& e) {
-    refusals[&node] = "cannot build " + type + ": " + e.what_without_backtrace();
-    return nullptr;
+  Build b{&node, type, std::move(output), nullptr, ""};
+  auto it = prebuilt_.find(&node);
+  if (it != prebuilt_.end() && it->second.type == type && same_output(it->second.output, b.output)) {
+    b = std::move(it->second);
+    prebuilt_.erase(it);
+  } else {
+    build(b, *module(&node));
   }
+  if (b.module == nullptr) refusals[&node] = b.error;
+  return b.module;
+}
+
+void Lowering::prebuild(std::vector<Build> builds) {
+  std::vector<std::shared_ptr<torch::nn::Module>> sources;
+  for (const Build& b : builds) sources.push_back(module(b.node));
+  ir::detail::share(builds.size(), [&](size_t i) { build(builds[i], *sources[i]); });
+  for (Build& b : builds) prebuilt_[b.node] = std::move(b);
 }
 
 bool is_call(const ir::Node& node, ir::Opcode op, const char* target) {

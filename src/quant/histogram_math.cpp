@@ -457,11 +457,13 @@ namespace {
 constexpr double kSearchStep = 1e-5;
 
 // torch.cumsum of a float32 tensor on the CPU: a running double sum, each
-// prefix rounded to float.
-std::vector<float> cumsum(const at::Tensor& histogram) {
+// prefix rounded to float. The result lives in a buffer reused by the
+// thread's next call (convert runs one search per observer).
+const std::vector<float>& cumsum(const at::Tensor& histogram) {
   const at::Tensor contiguous = histogram.contiguous();
   const float* bins = contiguous.data_ptr<float>();
-  std::vector<float> out(static_cast<size_t>(contiguous.numel()));
+  thread_local std::vector<float> out;
+  out.resize(static_cast<size_t>(contiguous.numel()));
   double sum = 0.0;
   for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<float>(sum += static_cast<double>(bins[k]));
   return out;
@@ -531,7 +533,7 @@ std::pair<float, float> non_linear_param_search(const at::Tensor& histogram, flo
                                                 int64_t dst_nbins) {
   const int64_t bins = histogram.numel();
   const double total = at::sum(histogram).item<double>();
-  const std::vector<float> cumulative = cumsum(histogram);
+  const std::vector<float>& cumulative = cumsum(histogram);
   const float* csum = cumulative.data();
   // _compute_quantization_error's bin width is computed in double from .item().
   const double error_bin_width = (static_cast<double>(max_val) - static_cast<double>(min_val)) / static_cast<double>(bins);

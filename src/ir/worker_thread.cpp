@@ -1,10 +1,11 @@
-// ObserverThread: a FIFO of observer forwards on one background thread.
+// WorkerThread: a FIFO of tasks on one background thread.
 
-#include "observer_thread.h"
+#include "worker_thread.h"
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <exception>
 
 namespace qfx::ir::detail {
@@ -12,7 +13,7 @@ namespace {
 
 constexpr size_t kMaxPendingBytes = size_t{256} << 20;
 
-// Collects the warnings of the tasks run on the observer thread.
+// Collects the warnings of the tasks run on the worker thread.
 class Collect : public c10::WarningHandler {
  public:
   explicit Collect(std::function<void(const c10::SourceLocation&, const std::string&, bool)> sink)
@@ -27,14 +28,14 @@ class Collect : public c10::WarningHandler {
 
 }  // namespace
 
-ObserverThread& ObserverThread::instance() {
-  thread_local ObserverThread thread;  // runs from several threads do not wait for each other
+WorkerThread& WorkerThread::instance() {
+  thread_local WorkerThread thread;  // runs from several threads do not wait for each other
   return thread;
 }
 
-ObserverThread::ObserverThread() : thread_([this] { loop(); }) {}
+WorkerThread::WorkerThread() : thread_([this] { loop(); }) {}
 
-ObserverThread::~ObserverThread() {
+WorkerThread::~WorkerThread() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -43,7 +44,7 @@ ObserverThread::~ObserverThread() {
   thread_.join();
 }
 
-void ObserverThread::submit(std::function<void()> task, size_t bytes, std::string where) {
+void WorkerThread::submit(std::function<void()> task, size_t bytes, std::string where) {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return pending_bytes_ == 0 || pending_bytes_ + bytes <= kMaxPendingBytes; });
   pending_bytes_ += bytes;
@@ -51,7 +52,7 @@ void ObserverThread::submit(std::function<void()> task, size_t bytes, std::strin
   changed_.notify_all();
 }
 
-void ObserverThread::drain() {
+void WorkerThread::drain() {
   std::vector<Warning> warnings;
   std::string error;
   {
@@ -64,12 +65,13 @@ void ObserverThread::drain() {
   TORCH_CHECK(error.empty(), error);
 }
 
-void ObserverThread::loop() {
+void WorkerThread::loop() {
   Collect collect([this](const c10::SourceLocation& location, const std::string& message, bool verbatim) {
     std::lock_guard<std::mutex> lock(mutex_);
     warnings_.push_back({location, message, verbatim});
   });
   c10::Warning::set_warning_handler(&collect);
+  at::init_num_threads();  // OpenMP users (oneDNN) here see ATen's thread count, not the core count
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
@@ -85,10 +87,11 @@ void ObserverThread::loop() {
         at::ThreadLocalStateGuard state(task.state);
         task.run();
       } catch (const c10::Error& e) {
-        failure = task.where + ": " + e.what_without_backtrace();
+        failure = e.what_without_backtrace();
       } catch (const std::exception& e) {
-        failure = task.where + ": " + e.what();
+        failure = e.what();
       }
+      if (!failure.empty() && !task.where.empty()) failure = task.where + ": " + failure;
     }
     task.run = nullptr;  // the inputs go before the bytes are given back
     lock.lock();
@@ -99,7 +102,35 @@ void ObserverThread::loop() {
   }
 }
 
-bool observer_thread_helps() {
+void share(size_t count, const std::function<void(size_t)>& fn) {
+  if (count < 2 || !idle_core_available()) {
+    for (size_t i = 0; i < count; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto take_items = [&] {
+    try {
+      for (size_t i = next++; i < count; i = next++) fn(i);
+    } catch (...) {
+      next = count;  // the other thread stops at its next item
+      throw;
+    }
+  };
+  WorkerThread& worker = WorkerThread::instance();
+  worker.submit(take_items, 0, "");
+  try {
+    take_items();
+  } catch (...) {
+    try {  // `next` and `fn` must outlive the worker's use of them
+      worker.drain();
+    } catch (const c10::Error&) {  // the caller's error goes first
+    }
+    throw;
+  }
+  worker.drain();
+}
+
+bool idle_core_available() {
   static const unsigned hardware_threads = std::thread::hardware_concurrency();
   return hardware_threads > static_cast<unsigned>(at::get_num_threads());
 }

@@ -1,6 +1,7 @@
 #pragma once
-// ObserverThread: a background thread on which the interpreter runs
-// observer forwards while the float forward goes on. Tasks run in the order
+// WorkerThread: a background thread for work that can go on beside the
+// calling thread: the interpreter's observer forwards while the float
+// forward goes on, convert's module builds (share). Tasks run in the order
 // they were submitted (an observer sees its batches in order), each under
 // the submitting thread's ATen thread-local state (inference mode, grad
 // mode, dispatch keys). drain() waits for every task, re-raises the first
@@ -21,11 +22,11 @@
 
 namespace qfx::ir::detail {
 
-class ObserverThread {
+class WorkerThread {
  public:
-  /// The calling thread's observer thread, started on first use.
-  static ObserverThread& instance();
-  ~ObserverThread();
+  /// The calling thread's worker thread, started on first use.
+  static WorkerThread& instance();
+  ~WorkerThread();
 
   /// Queues `task`, which keeps `bytes` of input alive until it has run.
   /// `where` prefixes its error message ("While executing %obs ...").
@@ -47,7 +48,7 @@ class ObserverThread {
     bool verbatim;
   };
 
-  ObserverThread();
+  WorkerThread();
   void loop();
 
   std::mutex mutex_;
@@ -61,8 +62,14 @@ class ObserverThread {
   std::thread thread_;
 };
 
-/// Whether an idle core is there for the observer thread: more hardware
+/// Runs fn(0) ... fn(count - 1), each once, on the calling thread and, when
+/// a core is idle, on its worker thread too (items taken in order by
+/// whichever thread is free). The worker's warnings reach the caller's
+/// handler; an error stops both threads and is raised once the worker is idle.
+void share(size_t count, const std::function<void(size_t)>& fn);
+
+/// Whether an idle core is there for the worker thread: more hardware
 /// threads than ATen's intra-op threads.
-bool observer_thread_helps();
+bool idle_core_available();
 
 }  // namespace qfx::ir::detail
