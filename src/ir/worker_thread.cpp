@@ -13,19 +13,6 @@ namespace {
 
 constexpr size_t kMaxPendingBytes = size_t{256} << 20;
 
-// Collects the warnings of the tasks run on the worker thread.
-class Collect : public c10::WarningHandler {
- public:
-  explicit Collect(std::function<void(const c10::SourceLocation&, const std::string&, bool)> sink)
-      : sink_(std::move(sink)) {}
-  void process(const c10::SourceLocation& location, const std::string& message, const bool verbatim) override {
-    sink_(location, message, verbatim);
-  }
-
- private:
-  std::function<void(const c10::SourceLocation&, const std::string&, bool)> sink_;
-};
-
 }  // namespace
 
 WorkerThread& WorkerThread::instance() {
@@ -66,7 +53,7 @@ void WorkerThread::drain() {
 }
 
 void WorkerThread::loop() {
-  Collect collect([this](const c10::SourceLocation& location, const std::string& message, bool verbatim) {
+  WarningSink collect([this](const c10::SourceLocation& location, const std::string& message, bool verbatim) {
     std::lock_guard<std::mutex> lock(mutex_);
     warnings_.push_back({location, message, verbatim});
   });

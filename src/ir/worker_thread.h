@@ -10,6 +10,7 @@
 // submit() waits while the cap is exceeded.
 
 #include <ATen/ThreadLocalState.h>
+#include <c10/util/Exception.h>
 
 #include <condition_variable>
 #include <cstddef>
@@ -21,6 +22,21 @@
 #include <vector>
 
 namespace qfx::ir::detail {
+
+/// A warning handler that passes each warning on to `sink` (c10's handler
+/// is per thread: warnings raised on one thread are collected there and
+/// re-issued on another).
+class WarningSink : public c10::WarningHandler {
+ public:
+  using Sink = std::function<void(const c10::SourceLocation&, const std::string&, bool)>;
+  explicit WarningSink(Sink sink) : sink_(std::move(sink)) {}
+  void process(const c10::SourceLocation& location, const std::string& message, const bool verbatim) override {
+    sink_(location, message, verbatim);
+  }
+
+ private:
+  Sink sink_;
+};
 
 class WorkerThread {
  public:

@@ -21,6 +21,7 @@
 #include "qfx/quant/simple_observers.h"
 #include "attr_names.h"
 #include "custom_module_swap.h"
+#include "observer_qparams.h"
 #include "quant_matches.h"
 
 #include <ATen/ATen.h>
@@ -60,19 +61,15 @@ std::string attr_prefix(const ir::Node& observer) {
   return scope_of(user) + "_input";
 }
 
-bool is_placeholder_observer(const ActivationPostProcess& obs) {
-  return dynamic_cast<const quant::PlaceholderObserverImpl*>(&obs) != nullptr;
-}
-
 /// The quantize node an observer becomes, inserted before it; null when the
 /// observer has no quantized form.
-ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, ActivationPostProcess& obs) {
+ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, ActivationPostProcess& obs,
+                        const detail::ObserverQParams& qparams) {
   ir::Argument input = observer.args().at(0);
   c10::ScalarType dtype = obs.dtype();
-  bool static_int8 = (dtype == c10::kQUInt8 || dtype == c10::kQInt8) && !is_placeholder_observer(obs);
-  if (static_int8) {
+  if (detail::is_static_int8(obs)) {
     std::string prefix = attr_prefix(observer);
-    quant::QParams q = obs.calculate_qparams();
+    quant::QParams q = qparams.of(obs);
     if (quant::is_per_channel(obs.qscheme())) {
       ir::Node* scale = attrs.add(prefix + "_scale_", q.scale);
       ir::Node* zero_point = attrs.add(prefix + "_zero_point_", q.zero_point);
@@ -97,7 +94,8 @@ ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observe
 /// Nodes of statically quantized custom modules: their outputs are quantized already.
 using QuantizedOutputs = std::unordered_set<const ir::Node*>;
 
-void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, const QuantizedOutputs& quantized) {
+void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, const QuantizedOutputs& quantized,
+                      const detail::ObserverQParams& qparams) {
   if (quantized.count(observer.args().at(0).to_node()) > 0) {  // replace_observer_or_dequant_stub_with_dequantize_node
     ir::Node* dequantize = nullptr;
     {
@@ -114,7 +112,7 @@ void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer,
   ir::Node* replacement = observer.args().at(0).to_node();
   if (!all_float) {
     auto guard = gm.graph().inserting_before(&observer);
-    if (ir::Node* quantized = quantize_node(gm, attrs, observer, *obs)) {
+    if (ir::Node* quantized = quantize_node(gm, attrs, observer, *obs, qparams)) {
       replacement = gm.graph().call_method("dequantize", {quantized});
     }
   }
@@ -283,6 +281,7 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
   const CustomModuleMapping& custom_classes =
       options.convert_custom_config ? options.convert_custom_config->observed_to_quantized_custom_module_classes : kNone;
   QuantizedOutputs quantized_outputs;
+  const detail::ObserverQParams qparams(gm);
   int64_t placeholders = 0;
   for (ir::Node* node : gm.graph().node_list()) {
     if (node->op() == ir::Opcode::kPlaceholder) {
@@ -295,7 +294,7 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
       }
     } else if (node->op() == ir::Opcode::kCallModule) {
       if (detail::is_observer_node(*node, gm)) {
-        convert_observer(gm, attrs, *node, quantized_outputs);
+        convert_observer(gm, attrs, *node, quantized_outputs, qparams);
       } else if (auto custom = detail::custom_module_at(*node, gm, custom_classes)) {
         convert_custom_module(gm, *node, *custom, custom_classes, quantized_outputs);
       } else if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {

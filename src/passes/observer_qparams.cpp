@@ -1,0 +1,48 @@
+// ObserverQParams: observers' calculate_qparams ahead of convert's rewrite.
+
+#include "observer_qparams.h"
+
+#include "quant_matches.h"
+#include "qfx/quant/simple_observers.h"
+
+#include "../ir/worker_thread.h"
+
+namespace qfx::passes::detail {
+bool is_static_int8(const quant::ActivationPostProcess& obs) {
+  c10::ScalarType dtype = obs.dtype();
+  return (dtype == c10::kQUInt8 || dtype == c10::kQInt8) &&
+         dynamic_cast<const quant::PlaceholderObserverImpl*>(&obs) == nullptr;
+}
+
+ObserverQParams::ObserverQParams(const ir::GraphModule& gm) {
+  std::vector<std::shared_ptr<quant::ActivationPostProcess>> observers;
+  for (ir::Node* node : gm.graph().nodes()) {
+    if (node->op() != ir::Opcode::kCallModule || !is_observer_node(*node, gm)) continue;
+    auto obs = std::dynamic_pointer_cast<quant::ActivationPostProcess>(gm.get_submodule(node->target()));
+    if (obs != nullptr && is_static_int8(*obs) && results_.emplace(obs.get(), Result()).second) {
+      observers.push_back(obs);
+    }
+  }
+  std::vector<Result*> slots;
+  for (const auto& obs : observers) slots.push_back(&results_.at(obs.get()));
+  ir::detail::share(observers.size(), [&](size_t i) {
+    Result& result = *slots[i];
+    ir::detail::WarningSink keep([&result](const c10::SourceLocation& location, const std::string& message,
+                                           bool verbatim) { result.warnings.push_back({location, message, verbatim}); });
+    c10::Warning::WarningHandlerGuard guard(&keep);
+    try {
+      result.qparams = observers[i]->calculate_qparams();
+      result.computed = true;
+    } catch (const c10::Error&) {
+    }
+  });
+}
+
+quant::QParams ObserverQParams::of(quant::ActivationPostProcess& obs) const {
+  auto it = results_.find(&obs);
+  if (it == results_.end() || !it->second.computed) return obs.calculate_qparams();
+  for (const Warning& w : it->second.warnings) c10::Warning::warn(w.location, w.message, w.verbatim);
+  return it->second.qparams;
+}
+
+}  // namespace qfx::passes::detail

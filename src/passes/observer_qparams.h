@@ -1,0 +1,46 @@
+#pragma once
+// The qparams of a prepared graph's static int8 observers, computed before
+// convert's rewrite on the calling thread and, when a core is idle, the
+// worker thread: the histogram searches are most of convert-to-reference's
+// time. The rewrite takes them in its own order, with the warnings each
+// computation raised issued then, so what it reports is unchanged.
+
+#include "qfx/ir/graph_module.h"
+#include "qfx/quant/observer_base.h"
+
+#include <c10/util/Exception.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace qfx::passes::detail {
+
+/// Whether convert turns `obs` into quantize_per_tensor / _per_channel with
+/// its calculate_qparams (a quint8 / qint8 observer, not a placeholder).
+bool is_static_int8(const quant::ActivationPostProcess& obs);
+
+class ObserverQParams {
+ public:
+  /// Computes the qparams of the static int8 observers `gm`'s observer nodes call.
+  explicit ObserverQParams(const ir::GraphModule& gm);
+  /// obs.calculate_qparams(): computed ahead when it was (re-issuing its
+  /// warnings), else now.
+  quant::QParams of(quant::ActivationPostProcess& obs) const;
+
+ private:
+  struct Warning {
+    c10::SourceLocation location;
+    std::string message;
+    bool verbatim;
+  };
+  struct Result {
+    bool computed = false;  // else raised an error, which the rewrite raises again
+    quant::QParams qparams;
+    std::vector<Warning> warnings;
+  };
+  std::unordered_map<const quant::ActivationPostProcess*, Result> results_;
+};
+
+}  // namespace qfx::passes::detail
