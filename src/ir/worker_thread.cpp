@@ -89,6 +89,18 @@ void WorkerThread::loop() {
   }
 }
 
+void KeptWarnings::keep_during(const std::function<void()>& fn) {
+  WarningSink keep([this](const c10::SourceLocation& location, const std::string& message, bool verbatim) {
+    warnings_.push_back({location, message, verbatim});
+  });
+  c10::Warning::WarningHandlerGuard guard(&keep);
+  fn();
+}
+
+void KeptWarnings::issue() const {
+  for (const Warning& w : warnings_) c10::Warning::warn(w.location, w.message, w.verbatim);
+}
+
 void share(size_t count, const std::function<void(size_t)>& fn) {
   if (count < 2 || !idle_core_available()) {
     for (size_t i = 0; i < count; ++i) fn(i);

@@ -38,6 +38,24 @@ class WarningSink : public c10::WarningHandler {
   Sink sink_;
 };
 
+/// Warnings kept to be issued later, by the thread that takes the result
+/// they came with (work done ahead on either thread reports when used).
+class KeptWarnings {
+ public:
+  /// Runs `fn` on this thread, keeping the warnings it raises.
+  void keep_during(const std::function<void()>& fn);
+  /// Issues the kept warnings on the calling thread, in order.
+  void issue() const;
+
+ private:
+  struct Warning {
+    c10::SourceLocation location;
+    std::string message;
+    bool verbatim;
+  };
+  std::vector<Warning> warnings_;
+};
+
 class WorkerThread {
  public:
   /// The calling thread's worker thread, started on first use.

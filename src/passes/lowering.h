@@ -6,6 +6,8 @@
 #include "qfx/passes/pass.h"
 #include "qfx/passes/prepare_state.h"
 
+#include "../ir/worker_thread.h"
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -39,6 +41,7 @@ struct Lowering {
     std::optional<nn::OutputQParams> output;
     std::shared_ptr<nn::QuantizedModuleImpl> module;  // or:
     std::string error;
+    ir::detail::KeptWarnings warnings;  // issued when make_quantized hands the module out
   };
   /// Builds `builds` ahead of the rewrite, on the calling thread and, when
   /// a core is idle, the worker thread (weight quantization and prepacking

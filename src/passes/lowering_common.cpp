@@ -2,8 +2,6 @@
 
 #include "lowering.h"
 
-#include "../ir/worker_thread.h"
-
 #include "lower_tables.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/passes/prepare_state.h"
@@ -37,11 +35,12 @@ void build(Lowering::Build& b, const torch::nn::Module& source) {
 
 std::shared_ptr<nn::QuantizedModuleImpl> Lowering::make_quantized(const ir::Node& node, const std::string& type,
                                                                   std::optional<nn::OutputQParams> output) {
-  Build b{&node, type, std::move(output), nullptr, ""};
+  Build b{&node, type, std::move(output), nullptr, "", {}};
   auto it = prebuilt_.find(&node);
   if (it != prebuilt_.end() && it->second.type == type && same_output(it->second.output, b.output)) {
     b = std::move(it->second);
     prebuilt_.erase(it);
+    b.warnings.issue();
   } else {
     build(b, *module(&node));
   }
@@ -52,7 +51,9 @@ std::shared_ptr<nn::QuantizedModuleImpl> Lowering::make_quantized(const ir::Node
 void Lowering::prebuild(std::vector<Build> builds) {
   std::vector<std::shared_ptr<torch::nn::Module>> sources;
   for (const Build& b : builds) sources.push_back(module(b.node));
-  ir::detail::share(builds.size(), [&](size_t i) { build(builds[i], *sources[i]); });
+  ir::detail::share(builds.size(), [&](size_t i) {
+    builds[i].warnings.keep_during([&] { build(builds[i], *sources[i]); });
+  });
   for (Build& b : builds) prebuilt_[b.node] = std::move(b);
 }
 

@@ -5,8 +5,6 @@
 #include "quant_matches.h"
 #include "qfx/quant/simple_observers.h"
 
-#include "../ir/worker_thread.h"
-
 namespace qfx::passes::detail {
 bool is_static_int8(const quant::ActivationPostProcess& obs) {
   c10::ScalarType dtype = obs.dtype();
@@ -27,21 +25,20 @@ ObserverQParams::ObserverQParams(const ir::GraphModule& gm) {
   for (const auto& obs : observers) slots.push_back(&results_.at(obs.get()));
   ir::detail::share(observers.size(), [&](size_t i) {
     Result& result = *slots[i];
-    ir::detail::WarningSink keep([&result](const c10::SourceLocation& location, const std::string& message,
-                                           bool verbatim) { result.warnings.push_back({location, message, verbatim}); });
-    c10::Warning::WarningHandlerGuard guard(&keep);
-    try {
-      result.qparams = observers[i]->calculate_qparams();
-      result.computed = true;
-    } catch (const c10::Error&) {
-    }
+    result.warnings.keep_during([&] {
+      try {
+        result.qparams = observers[i]->calculate_qparams();
+        result.computed = true;
+      } catch (const c10::Error&) {
+      }
+    });
   });
 }
 
 quant::QParams ObserverQParams::of(quant::ActivationPostProcess& obs) const {
   auto it = results_.find(&obs);
   if (it == results_.end() || !it->second.computed) return obs.calculate_qparams();
-  for (const Warning& w : it->second.warnings) c10::Warning::warn(w.location, w.message, w.verbatim);
+  it->second.warnings.issue();
   return it->second.qparams;
 }
 

@@ -8,10 +8,9 @@
 #include "qfx/ir/graph_module.h"
 #include "qfx/quant/observer_base.h"
 
-#include <c10/util/Exception.h>
+#include "../ir/worker_thread.h"
 
 #include <memory>
-#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -30,15 +29,10 @@ class ObserverQParams {
   quant::QParams of(quant::ActivationPostProcess& obs) const;
 
  private:
-  struct Warning {
-    c10::SourceLocation location;
-    std::string message;
-    bool verbatim;
-  };
   struct Result {
     bool computed = false;  // else raised an error, which the rewrite raises again
     quant::QParams qparams;
-    std::vector<Warning> warnings;
+    ir::detail::KeptWarnings warnings;
   };
   std::unordered_map<const quant::ActivationPostProcess*, Result> results_;
 };
