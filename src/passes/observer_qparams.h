@@ -34,6 +34,7 @@ class ObserverQParams {
     quant::QParams qparams;
     ir::detail::KeptWarnings warnings;
   };
+  std::vector<std::shared_ptr<quant::ActivationPostProcess>> observers_;  // the keys below stay theirs
   std::unordered_map<const quant::ActivationPostProcess*, Result> results_;
 };
 
