@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include <atomic>
+#include <utility>
 #include <exception>
 
 namespace qfx::ir::detail {
@@ -40,22 +41,22 @@ void WorkerThread::submit(std::function<void()> task, size_t bytes, std::string 
 }
 
 void WorkerThread::drain() {
-  std::vector<Warning> warnings;
+  KeptWarnings warnings;
   std::string error;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
-    warnings.swap(warnings_);
+    std::swap(warnings, warnings_);
     error.swap(error_);
   }
-  for (const Warning& w : warnings) c10::Warning::warn(w.location, w.message, w.verbatim);
+  warnings.issue();
   TORCH_CHECK(error.empty(), error);
 }
 
 void WorkerThread::loop() {
   WarningSink collect([this](const c10::SourceLocation& location, const std::string& message, bool verbatim) {
     std::lock_guard<std::mutex> lock(mutex_);
-    warnings_.push_back({location, message, verbatim});
+    warnings_.add(location, message, verbatim);
   });
   c10::Warning::set_warning_handler(&collect);
   at::init_num_threads();  // OpenMP users (oneDNN) here see ATen's thread count, not the core count
@@ -89,9 +90,13 @@ void WorkerThread::loop() {
   }
 }
 
+void KeptWarnings::add(const c10::SourceLocation& location, const std::string& message, bool verbatim) {
+  warnings_.push_back({location, message, verbatim});
+}
+
 void KeptWarnings::keep_during(const std::function<void()>& fn) {
   WarningSink keep([this](const c10::SourceLocation& location, const std::string& message, bool verbatim) {
-    warnings_.push_back({location, message, verbatim});
+    add(location, message, verbatim);
   });
   c10::Warning::WarningHandlerGuard guard(&keep);
   fn();

@@ -42,6 +42,8 @@ class WarningSink : public c10::WarningHandler {
 /// they came with (work done ahead on either thread reports when used).
 class KeptWarnings {
  public:
+  /// Keeps one warning.
+  void add(const c10::SourceLocation& location, const std::string& message, bool verbatim);
   /// Runs `fn` on this thread, keeping the warnings it raises.
   void keep_during(const std::function<void()>& fn);
   /// Issues the kept warnings on the calling thread, in order.
@@ -76,11 +78,6 @@ class WorkerThread {
     std::string where;
     at::ThreadLocalState state;
   };
-  struct Warning {
-    c10::SourceLocation location;
-    std::string message;
-    bool verbatim;
-  };
 
   WorkerThread();
   void loop();
@@ -92,7 +89,7 @@ class WorkerThread {
   bool busy_ = false;
   bool stop_ = false;
   std::string error_;
-  std::vector<Warning> warnings_;
+  KeptWarnings warnings_;  // the tasks' warnings, issued by drain()
   std::thread thread_;
 };
 
