@@ -12,7 +12,8 @@
 // ENGINE is onednn (default) or qnnpack: its default qconfig mapping and
 // quantized engine. --latency measures the exported int8 file and the float
 // model only (bench/run.sh runs it again under OMP_WAIT_POLICY=PASSIVE).
-// Prints JSON.
+// The process keeps freed memory for reuse (qfx::reuse_freed_memory), as the
+// qfx CLI does. Prints JSON.
 
 #include "qfx/backend/builtin_backends.h"
 #include "qfx/io/tensor_io.h"
@@ -20,6 +21,7 @@
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/quantize.h"
+#include "qfx/runtime.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
@@ -150,6 +152,7 @@ int latency_only(char** argv) {
 
 int main(int argc, char** argv) {
   c10::InferenceMode no_autograd;
+  qfx::reuse_freed_memory();
   if (argc == 6 && std::string(argv[1]) == "--latency") return latency_only(argv);
   if (argc != 6 && argc != 7) {
     std::cerr << "usage: bench_flow MODEL.pt CALIB.pt EVAL.pt OUT_INT8.pt REPEATS [ENGINE]\n"

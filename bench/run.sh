@@ -4,7 +4,9 @@
 # convert_fx, latency of the converted GraphModule) and bench_flow (qfx C++
 # API: import, prepare_fx, calibration, convert_fx, export, latency of the
 # exported TorchScript and of the interpreter), both with
-# get_default_qconfig_mapping("onednn") on the native BackendConfig.
+# get_default_qconfig_mapping("onednn") on the native BackendConfig; and
+# flow.py once more with glibc keeping freed memory as bench_flow (and the qfx
+# CLI) does, so the allocator's share of the ratios shows.
 # Writes bench/results.json and prints the Markdown tables of docs/benchmarks.md,
 # then the scaling table of bench_scaling.
 #   bench/run.sh [BUILD_DIR] [REPEATS] [MODELS...]
@@ -25,6 +27,7 @@ python=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 results="$work/results.jsonl"
+reuse=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824
 
 for model in "${models[@]}"; do
   echo "bench: $model" >&2
@@ -45,12 +48,14 @@ else:
     torch.jit.trace(m, torch.rand(1, *shape, generator=g)).save(f'{work}/{name}.pt')
 PY
   theirs=$("$python" "$here/flow.py" "$model" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$repeats")
+  # PyTorch again with glibc keeping freed memory as qfx does (qfx::reuse_freed_memory)
+  theirs_reuse=$(GLIBC_TUNABLES="$reuse" "$python" "$here/flow.py" "$model" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" 1)
   ours=$("$build/bin/bench_flow" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$work/${model}_int8.pt" "$repeats")
   # qnnpack, and both engines again with OpenMP's passive wait policy
   qnnpack=$("$build/bin/bench_flow" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$work/${model}_qnnpack.pt" 1 qnnpack)
   passive=$(OMP_WAIT_POLICY=PASSIVE "$build/bin/bench_flow" --latency onednn "$work/$model.pt" "$work/${model}_int8.pt" "$work/eval.pt")
   qnnpack_passive=$(OMP_WAIT_POLICY=PASSIVE "$build/bin/bench_flow" --latency qnnpack "$work/$model.pt" "$work/${model}_qnnpack.pt" "$work/eval.pt")
-  echo "{\"model\": \"$model\", \"pytorch\": $theirs, \"qfx\": $ours, \"qfx_qnnpack\": $qnnpack, \"passive\": {\"onednn\": $passive, \"qnnpack\": $qnnpack_passive}}" >>"$results"
+  echo "{\"model\": \"$model\", \"pytorch\": $theirs, \"pytorch_reuse\": $theirs_reuse, \"qfx\": $ours, \"qfx_qnnpack\": $qnnpack, \"passive\": {\"onednn\": $passive, \"qnnpack\": $qnnpack_passive}}" >>"$results"
 done
 
 "$python" - "$results" "$here/results.json" "$repeats" "$blas" <<'PY'
@@ -88,6 +93,18 @@ for r in rows:
     over = lambda x: f"{100 * (x['calibrate']['median'] / x['float_forward']['median'] - 1):+.0f}%"
     print(f"| {r['model']} | {p['float_forward']['median']:.4f} | {p['calibrate']['median']:.4f} | {over(p)} "
           f"| {q['float_forward']['median']:.4f} | {q['calibrate']['median']:.4f} | {over(q)} |")
+print('\nMemory reuse: qfx keeps freed memory in the process (qfx::reuse_freed_memory, as the qfx CLI does); PyTorch by default returns it to the OS after each batch. '
+      'PyTorch again under GLIBC_TUNABLES with the same thresholds (one run), and qfx against both')
+print('\n| model | PyTorch float forward s (default / reuse) | PyTorch calibrate s (default / reuse) | qfx calibrate s | calibrate x (default / reuse) | PyTorch prepare+convert s (default / reuse) | prepare+convert x (default / reuse) | PyTorch int8 batch 8, 1 thread ms (default / reuse) |')
+print('|---|---|---|---|---|---|---|---|')
+for r in rows:
+    p, pr, q = r['pytorch'], r['pytorch_reuse'], r['qfx']
+    med = lambda x, k: x[k]['median']
+    pc = lambda x: med(x, 'prepare') + med(x, 'convert')
+    print(f"| {r['model']} | {med(p, 'float_forward'):.4f} / {med(pr, 'float_forward'):.4f} | {med(p, 'calibrate'):.4f} / {med(pr, 'calibrate'):.4f} "
+          f"| {med(q, 'calibrate'):.4f} | {med(p, 'calibrate') / med(q, 'calibrate'):.1f} / {med(pr, 'calibrate') / med(q, 'calibrate'):.1f} "
+          f"| {pc(p):.4f} / {pc(pr):.4f} | {pc(p) / pc(q):.1f} / {pc(pr) / pc(q):.1f} "
+          f"| {ms(p['latency']['int8_graph_module']['b8_t1'])} / {ms(pr['latency']['int8_graph_module']['b8_t1'])} |")
 print('\nint8 latency, ms per batch (onednn): PyTorch converted GraphModule / qfx exported TorchScript from C++ / qfx interpreter, and PyTorch / qfx TorchScript')
 print('\n| model | batch, threads | PyTorch int8 | qfx TorchScript | qfx interpreter | x | float (qfx TorchScript) | int8 speed-up over float |')
 print('|---|---|---|---|---|---|---|---|')

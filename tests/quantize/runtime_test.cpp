@@ -1,0 +1,41 @@
+// reuse_freed_memory: large blocks come from the heap and stay there after
+// they are freed.
+
+#include "qfx/runtime.h"
+
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+namespace qfx {
+namespace {
+
+#ifdef __GLIBC__
+TEST(Runtime, ReuseFreedMemoryKeepsLargeBlocksInTheHeap) {
+  ASSERT_TRUE(reuse_freed_memory(size_t{256} << 20, size_t{1} << 30));
+  // 48 MB is above glibc's largest adaptive mmap threshold (32 MB): by
+  // default it would get an mmap of its own and be unmapped when freed
+  const size_t size = size_t{48} << 20;
+  struct mallinfo2 before = mallinfo2();
+  auto* volatile block = static_cast<char*>(std::malloc(size));
+  ASSERT_NE(block, nullptr);
+  block[0] = 1;
+  struct mallinfo2 during = mallinfo2();
+  EXPECT_EQ(during.hblkhd, before.hblkhd);  // no mmap of its own
+  std::free(block);
+  struct mallinfo2 after = mallinfo2();
+  EXPECT_GE(after.fordblks, before.fordblks + size);  // kept as free heap, not trimmed
+}
+
+TEST(Runtime, ReuseFreedMemoryRejectsThresholdsBeyondInt) {
+  EXPECT_THROW(reuse_freed_memory(size_t{1} << 40, size_t{1} << 30), c10::Error);
+}
+#endif
+
+}  // namespace
+}  // namespace qfx
