@@ -18,7 +18,8 @@ namespace qfx {
 /// activation sizes batch after batch; with glibc's default (adaptive)
 /// thresholds the memory goes back after each batch and the next one pays
 /// its page faults again. The process's resident size then stays near its
-/// peak. Returns false, changing nothing, where the C library is not glibc.
+/// peak. Returns false where the C library is not glibc (nothing changed)
+/// or glibc refused a threshold.
 /// The `qfx` CLI calls it at start; equivalent to running a process under
 /// `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824`.
 bool reuse_freed_memory(size_t max_block = size_t{256} << 20, size_t keep = size_t{1} << 30);

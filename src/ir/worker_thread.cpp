@@ -6,8 +6,8 @@
 #include <c10/util/Exception.h>
 
 #include <atomic>
-#include <utility>
 #include <exception>
+#include <utility>
 
 namespace qfx::ir::detail {
 namespace {
