@@ -8,7 +8,7 @@
 # flow.py once more with glibc keeping freed memory as bench_flow (and the qfx
 # CLI) does, so the allocator's share of the ratios shows.
 # Writes bench/results.json and prints the Markdown tables of docs/benchmarks.md,
-# then the scaling table of bench_scaling.
+# then the scaling tables of bench_scaling (time per node, wall time per pass).
 #   bench/run.sh [BUILD_DIR] [REPEATS] [MODELS...]
 set -euo pipefail
 build=${1:-build}
@@ -136,5 +136,13 @@ PY
 echo
 echo "Scaling: prepare_fx + convert_fx on synthetic conv-bn-relu chains with residual adds (bench_scaling, one process per size)"
 echo
-"$build/bin/bench_scaling" 1000 | head -2
-for nodes in 1000 5000 20000 100000; do "$build/bin/bench_scaling" "$nodes" | tail -1; done
+scaling=$(mktemp -d)
+for nodes in 1000 5000 20000 100000; do "$build/bin/bench_scaling" "$nodes" >"$scaling/$nodes.md"; done
+head -2 "$scaling/1000.md"
+for nodes in 1000 5000 20000 100000; do sed -n 3p "$scaling/$nodes.md"; done
+echo
+echo "Wall time per pass (s):"
+echo
+sed -n 5,6p "$scaling/1000.md"
+for nodes in 1000 5000 20000 100000; do sed -n 7p "$scaling/$nodes.md"; done
+rm -rf "$scaling"

@@ -1,13 +1,17 @@
 // Scaling of prepare_fx + convert_fx with graph size: synthetic chains of
 // conv -> batch norm -> relu blocks with a residual add every 4 blocks, built
 // directly as GraphModules, with get_default_qconfig_mapping("onednn"); one
-// untimed calibration forward in between. Prints a Markdown table; time per
-// node should stay flat (linear time).
+// untimed calibration forward in between. prepare and convert run as the
+// pass pipelines prepare_fx and convert_fx run (fuse, insert-observers;
+// convert-to-reference, lower-to-native), timed per pass. Prints two
+// Markdown tables: time per node, which should stay flat (linear time), and
+// each pass's share.
 //
 //   bench_scaling [NODES ...]   (default: 1000 5000 20000 100000)
 
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/interpreter.h"
+#include "qfx/passes/pass_manager.h"
 #include "qfx/quantize.h"
 
 #include <ATen/ATen.h>
@@ -18,9 +22,9 @@
 #include <torch/nn/modules/conv.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 namespace {
 
@@ -54,8 +58,27 @@ std::unique_ptr<qfx::ir::GraphModule> chain(int nodes) {
   return gm;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+double total_seconds(const std::vector<qfx::passes::PassTime>& times, size_t begin, size_t end) {
+  double total = 0;
+  for (size_t i = begin; i < end; ++i) total += times[i].seconds + times[i].lint_seconds;
+  return total;
+}
+
+/// `| size | pass seconds (+ lint) ... |` for the per-pass table.
+std::string pass_row(size_t nodes, const std::vector<qfx::passes::PassTime>& times) {
+  std::ostringstream row;
+  row << "| " << nodes << " |";
+  double lint = 0;
+  for (const auto& t : times) {
+    char cell[32];
+    std::snprintf(cell, sizeof cell, " %.3f |", t.seconds);
+    row << cell;
+    lint += t.lint_seconds;
+  }
+  char cell[32];
+  std::snprintf(cell, sizeof cell, " %.3f |", lint);
+  row << cell;
+  return row.str();
 }
 
 }  // namespace
@@ -67,23 +90,28 @@ int main(int argc, char** argv) {
   c10::InferenceMode no_autograd;
   Quiet quiet;
   c10::Warning::set_warning_handler(&quiet);
-  qfx::quant::QConfigMapping mapping = qfx::quant::get_default_qconfig_mapping("onednn");
+  qfx::passes::PassOptions options;
+  options.qconfig_mapping =
+      std::make_shared<qfx::quant::QConfigMapping>(qfx::quant::get_default_qconfig_mapping("onednn"));
   std::cout << "| float nodes | prepared nodes | prepare s | convert s | prepare+convert us/node |\n"
             << "|---|---|---|---|---|\n";
+  std::vector<std::string> pass_rows;
   for (int nodes : sizes) {
     auto gm = chain(nodes);
     gm->root().eval();
     size_t float_nodes = gm->graph().size();
-    auto start = std::chrono::steady_clock::now();
-    qfx::prepare_fx(*gm, mapping);
-    double prepare = seconds_since(start);
+    std::vector<qfx::passes::PassTime> times;
+    qfx::passes::PassManager().add("fuse").add("insert-observers").time_passes(times).run(*gm, options);
     size_t prepared_nodes = gm->graph().size();
     qfx::ir::Interpreter(*gm).run({at::rand({1, 4, 2, 2})});
-    start = std::chrono::steady_clock::now();
-    qfx::convert_fx(*gm);
-    double convert = seconds_since(start);
+    qfx::passes::PassManager().add("convert-to-reference").add("lower-to-native").time_passes(times).run(*gm, options);
+    double prepare = total_seconds(times, 0, 2), convert = total_seconds(times, 2, 4);
     std::printf("| %zu | %zu | %.3f | %.3f | %.1f |\n", float_nodes, prepared_nodes, prepare, convert,
                 1e6 * (prepare + convert) / static_cast<double>(float_nodes));
+    pass_rows.push_back(pass_row(float_nodes, times));
   }
+  std::cout << "\n| float nodes | fuse s | insert-observers s | convert-to-reference s | lower-to-native s | lint s |\n"
+            << "|---|---|---|---|---|---|\n";
+  for (const std::string& row : pass_rows) std::cout << row << "\n";
   return 0;
 }

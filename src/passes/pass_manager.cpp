@@ -6,6 +6,9 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <ostream>
 #include <sstream>
 
@@ -36,20 +39,63 @@ PassManager& PassManager::print_after_all(std::ostream& out) {
   return *this;
 }
 
+PassManager& PassManager::time_passes(std::vector<PassTime>& times) {
+  times_ = &times;
+  return *this;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
 bool PassManager::run(ir::GraphModule& gm, const PassOptions& options) const {
   bool changed = false;
   for (const PassInfo* pass : passes_) {
+    PassTime time{pass->name};
+    Clock::time_point start = Clock::now();
     changed = pass->run(gm, options) || changed;
+    time.seconds = seconds_since(start);
     if (lint_) {
+      start = Clock::now();
       try {
         gm.lint();
       } catch (const c10::Error& e) {
         TORCH_CHECK(false, "after pass ", pass->name, ": ", e.what_without_backtrace());
       }
+      time.lint_seconds = seconds_since(start);
     }
+    if (times_) times_->push_back(time);
     if (print_after_) *print_after_ << "// after " << pass->name << "\n" << gm.graph().to_string() << "\n";
   }
   return changed;
+}
+
+void print_pass_times(std::ostream& out, const std::vector<PassTime>& times) {
+  double total = 0;
+  size_t width = 5;
+  for (const PassTime& t : times) {
+    total += t.seconds + t.lint_seconds;
+    width = std::max(width, t.pass.size());
+  }
+  auto line = [&](const std::string& name, double seconds, double lint) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%-*s %9.4f s  lint %8.4f s  %5.1f%%\n", static_cast<int>(width), name.c_str(),
+                  seconds, lint, total > 0 ? 100 * (seconds + lint) / total : 0.0);
+    out << text;
+  };
+  double passes = 0, lints = 0;
+  for (const PassTime& t : times) {
+    line(t.pass, t.seconds, t.lint_seconds);
+    passes += t.seconds;
+    lints += t.lint_seconds;
+  }
+  line("total", passes, lints);
 }
 
 }  // namespace qfx::passes

@@ -189,6 +189,11 @@ grep -q "qfx: warning: .*no data" "$work/opt_err.txt" || fail "opt without calib
 grep -q "call_module\[target=conv\]" "$work/opt.txt" || fail "opt did not fuse the tutorial's conv-relu"
 grep -q "qfx: warning: prepare: %linear (torch.nn.Linear) stays float: activation eps" "$work/opt_err.txt" \
   || fail "opt does not say why the tutorial backend rejects the default qconfig: $(cat "$work/opt_err.txt")"
+"$qfx" opt "$fixtures/linear_relu.pt" --passes fuse,insert-observers,dce --time-passes >/dev/null 2>"$work/opt_times.txt" \
+  || fail "opt --time-passes exited $?"
+grep -Eq '^fuse +[0-9.]+ s  lint +[0-9.]+ s' "$work/opt_times.txt" || fail "opt --time-passes did not time fuse: $(cat "$work/opt_times.txt")"
+[ "$(grep -cE '^(fuse|insert-observers|dce|total) ' "$work/opt_times.txt")" -eq 4 ] \
+  || fail "opt --time-passes did not print one line per pass and a total: $(cat "$work/opt_times.txt")"
 expect_error 1 'unknown pass "bogus"' -- opt "$fixtures/linear_relu.pt" --passes fuse,bogus
 expect_error 1 'unknown qconfig mapping preset "nonsense"' -- opt "$fixtures/linear_relu.pt" --passes fuse --qconfig nonsense
 expect_error 1 "missing.json" -- opt "$fixtures/linear_relu.pt" --passes fuse --backend "$work/missing.json"

@@ -64,6 +64,28 @@ TEST(PassManager, PrintsAfterEachPass) {
   EXPECT_NE(text.find("// after dce\ngraph():"), std::string::npos) << text;
 }
 
+TEST(PassManager, TimesEachPassAndItsLint) {
+  auto gm = linear_sigmoid();
+  std::vector<PassTime> times;
+  PassManager manager;
+  manager.add("fuse").add("dce").time_passes(times).run(*gm, {});
+  manager.set_lint(false).run(*gm, {});
+  ASSERT_EQ(times.size(), 4u);
+  std::vector<std::string> names;
+  for (const PassTime& t : times) names.push_back(t.pass);
+  EXPECT_EQ(names, (std::vector<std::string>{"fuse", "dce", "fuse", "dce"}));
+  EXPECT_GT(times[0].seconds, 0.0);
+  EXPECT_GT(times[0].lint_seconds, 0.0);
+  EXPECT_EQ(times[2].lint_seconds, 0.0);  // lint off
+  EXPECT_EQ(times[3].lint_seconds, 0.0);
+  std::ostringstream out;
+  print_pass_times(out, {{"fuse", 0.75, 0.25}, {"insert-observers", 2.5, 0.5}});
+  EXPECT_EQ(out.str(),
+            "fuse                0.7500 s  lint   0.2500 s   25.0%\n"
+            "insert-observers    2.5000 s  lint   0.5000 s   75.0%\n"
+            "total               3.2500 s  lint   0.7500 s  100.0%\n");
+}
+
 TEST(InsertObservers, FixedQParamsOpWithoutItsObserverStaysFloatWithAWarning) {
   auto gm = linear_sigmoid();
   WarningCollector warnings;

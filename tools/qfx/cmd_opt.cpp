@@ -1,6 +1,7 @@
-// `qfx opt MODEL.pt --passes fuse,insert-observers,... [--print-after-all]`:
-// runs any pipeline of registered passes on an imported model and prints
-// the resulting graph (IR text, or the FX code with --code).
+// `qfx opt MODEL.pt --passes fuse,insert-observers,... [--print-after-all]
+// [--time-passes]`: runs any pipeline of registered passes on an imported
+// model and prints the resulting graph (IR text, or the FX code with --code);
+// --time-passes prints each pass's wall time on stderr.
 
 #include "commands.h"
 #include "config_args.h"
@@ -23,6 +24,7 @@ struct Options {
   bool print_after_all = false;
   bool code = false;
   bool explain = false;
+  bool time_passes = false;
 };
 
 std::string pass_names() {
@@ -37,6 +39,8 @@ void run(const Options& o) {
   passes::PassManager manager;
   manager.add_list(o.passes);
   if (o.print_after_all) manager.print_after_all(std::cout);
+  std::vector<passes::PassTime> times;
+  if (o.time_passes) manager.time_passes(times);
   passes::PassOptions pass_options;
   pass_options.backend_config = std::make_shared<backend::BackendConfig>(backend_from_arg(o.backend));
   pass_options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(qconfig_mapping_from_arg(o.qconfig));
@@ -45,6 +49,7 @@ void run(const Options& o) {
   auto gm = io::import_torchscript(o.model);
   if (o.qat) gm->root().train(true);
   manager.run(*gm, pass_options);
+  if (o.time_passes) passes::print_pass_times(std::cerr, times);
   if (o.print_after_all) return;
   std::cout << (o.code ? gm->to_string() : gm->graph().to_string()) << "\n";
 }
@@ -63,6 +68,7 @@ void add_opt_command(CLI::App& app, Action& action) {
   cmd->add_flag("--qat", o->qat, "QAT mode: the model in training mode, fusions keep batch norms");
   cmd->add_flag("--print-after-all", o->print_after_all, "print the graph after every pass");
   cmd->add_flag("--code", o->code, "print the module tree and FX code instead of IR text");
+  cmd->add_flag("--time-passes", o->time_passes, "print each pass's wall time (and its lint's) on stderr");
   cmd->add_flag("--explain", o->explain, "say on stderr why candidates were not rewritten");
   cmd->callback([o, &action] { action = [o] { run(*o); }; });
 }

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// PassManager: runs passes in order, lints the graph after each one, and
-/// can print the graph after every pass.
+/// can print the graph after every pass or time each pass.
 ///
 /// \code
 ///   PassManager pm;
@@ -17,6 +17,13 @@
 
 namespace qfx::passes {
 
+/// Wall time of one pass of a run, and of the lint after it.
+struct PassTime {
+  std::string pass;
+  double seconds = 0;
+  double lint_seconds = 0;
+};
+
 class PassManager {
  public:
   /// Appends the pass called `name` (c10::Error if unknown).
@@ -27,6 +34,9 @@ class PassManager {
   PassManager& set_lint(bool lint);
   /// Prints `// after NAME` and the graph's IR text to `out` after each pass.
   PassManager& print_after_all(std::ostream& out);
+  /// Appends one PassTime per pass to `times` on each run (kept by
+  /// reference: it must outlive the runs).
+  PassManager& time_passes(std::vector<PassTime>& times);
 
   /// The passes, in order.
   const std::vector<const PassInfo*>& passes() const { return passes_; }
@@ -38,6 +48,11 @@ class PassManager {
   std::vector<const PassInfo*> passes_;
   bool lint_ = true;
   std::ostream* print_after_ = nullptr;
+  std::vector<PassTime>* times_ = nullptr;
 };
+
+/// `times` as an aligned table: one line per pass (seconds, lint seconds,
+/// share of the total) and a total line.
+void print_pass_times(std::ostream& out, const std::vector<PassTime>& times);
 
 }  // namespace qfx::passes
