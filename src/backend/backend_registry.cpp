@@ -32,8 +32,9 @@ BackendRegistry& BackendRegistry::instance() {
   return registry;
 }
 
-void BackendRegistry::add_fuser_method(const std::string& name, FuserMethod fn) {
+void BackendRegistry::add_fuser_method(const std::string& name, FuserMethod fn, bool concurrent) {
   add_unique(fuser_methods_, name, std::move(fn), "fuser method");
+  if (concurrent) concurrent_fuser_methods_.insert(name);
 }
 
 void BackendRegistry::add_fused_module(const std::string& module_type, FusedModuleFactory factory) {
@@ -63,6 +64,10 @@ const pattern::RootNodeGetter* BackendRegistry::root_node_getter(const std::stri
 
 const pattern::ExtraInputsGetter* BackendRegistry::extra_inputs_getter(const std::string& name) const {
   return find_in(extra_inputs_getters_, name);
+}
+
+bool BackendRegistry::fuser_method_is_concurrent(const std::string& name) const {
+  return concurrent_fuser_methods_.count(name) > 0;
 }
 
 std::vector<std::string> BackendRegistry::fuser_method_names() const {

@@ -1,9 +1,11 @@
 // fuse: PyTorch's fuse_fx. Finds the BackendConfig's fusion patterns (configs
 // with a fuser method or a fused module), longest first, walking the graph
 // from its output; a node belongs to the first match that claims it. Then,
-// per match, builds the fused module from the matched modules and puts it at
-// the root node's module path; the root node moves to where the pattern's
-// output was, takes the extra inputs, and the other matched nodes go away.
+// per match, builds the fused module from the matched modules as they were
+// before any fusion (the built-in fuser methods on both threads) and puts it
+// at the root node's module path; the root node moves to where the
+// pattern's output was, takes the extra inputs, and the other matched nodes
+// go away.
 //
 //   conv -> bn -> relu          =>   conv (ConvBnReLU2d, or Conv2d with bn folded)
 //   add(conv(x), y) -> relu     =>   conv(x, y)  (ConvAddReLU2d, onednn)
@@ -13,8 +15,11 @@
 #include "qfx/passes/pass.h"
 #include "config_matches.h"
 
+#include "../ir/worker_thread.h"
+
 #include <torch/nn/modules/activation.h>
 
+#include <exception>
 #include <unordered_set>
 
 namespace qfx::passes {
@@ -64,16 +69,76 @@ std::vector<backend::FuserPart> fuser_parts(const FusionMatch& fusion, const ir:
   return parts;
 }
 
-void apply_fusion(const FusionMatch& fusion, ir::GraphModule& gm, bool is_qat) {
+/// What a fusion takes from the model before any fusion changes it (as
+/// PyTorch's fuse reads its named_modules once): its root node and the
+/// parts its fuser gets.
+struct FusionInput {
+  ir::Node* root = nullptr;  // null when the pattern has no call_module root
+  std::vector<backend::FuserPart> parts;
+};
+
+FusionInput fusion_input(const FusionMatch& fusion, const ir::GraphModule& gm) {
+  FusionInput input;
+  ir::Node* root = backend::root_node_of(*fusion.config, fusion.match);
+  if (root == nullptr || root->op() != ir::Opcode::kCallModule) return input;
+  input.root = root;
+  input.parts = fuser_parts(fusion, gm, gm.get_submodule(root->target())->is_training());
+  return input;
+}
+
+/// A fused module built ahead of the rewrite, with the fuser's warnings and
+/// error kept for when the rewrite reaches its fusion.
+struct Prebuilt {
+  bool built = false;
+  std::shared_ptr<torch::nn::Module> module;
+  std::exception_ptr error;
+  ir::detail::KeptWarnings warnings;
+};
+
+/// Builds the fused modules of the fusions whose fuser method is concurrent
+/// on the calling thread and, when a core is idle, the worker thread (conv-bn
+/// folding is most of fuse's time on large graphs).
+std::vector<Prebuilt> prebuild(const std::vector<FusionMatch>& fusions, const std::vector<FusionInput>& inputs,
+                               bool is_qat) {
+  std::vector<Prebuilt> prebuilt(fusions.size());
+  std::vector<size_t> concurrent;
+  const backend::BackendRegistry& registry = backend::BackendRegistry::instance();
+  for (size_t i = 0; i < fusions.size(); ++i) {
+    const std::string& method = fusions[i].config->fuser_method();
+    if (inputs[i].root != nullptr && !method.empty() && registry.fuser_method_is_concurrent(method)) {
+      concurrent.push_back(i);
+    }
+  }
+  ir::detail::share(concurrent.size(), [&](size_t k) {
+    size_t i = concurrent[k];
+    Prebuilt& p = prebuilt[i];
+    p.warnings.keep_during([&] {
+      try {
+        p.module = backend::fuser_of(*fusions[i].config)(is_qat, inputs[i].parts);
+      } catch (...) {
+        p.error = std::current_exception();
+      }
+    });
+    p.built = true;
+  });
+  return prebuilt;
+}
+
+void apply_fusion(const FusionMatch& fusion, const FusionInput& input, const Prebuilt& prebuilt, ir::GraphModule& gm,
+                  bool is_qat) {
   const backend::BackendPatternConfig& config = *fusion.config;
   ir::Node* output = fusion.match.node(fusion.match.values.size() - 1);
-  ir::Node* root = backend::root_node_of(config, fusion.match);
-  TORCH_CHECK(root != nullptr && root->op() == ir::Opcode::kCallModule, "fuse: pattern ",
-              config.pattern().str(), " matched at %", output->name(),
+  ir::Node* root = input.root;
+  TORCH_CHECK(root != nullptr, "fuse: pattern ", config.pattern().str(), " matched at %", output->name(),
               " has no module to fuse into (its root node must be a call_module node)");
-  bool training = gm.get_submodule(root->target())->is_training();
-  std::shared_ptr<torch::nn::Module> fused =
-      backend::fuser_of(config)(is_qat, fuser_parts(fusion, gm, training));
+  std::shared_ptr<torch::nn::Module> fused;
+  if (prebuilt.built) {
+    prebuilt.warnings.issue();
+    if (prebuilt.error) std::rethrow_exception(prebuilt.error);
+    fused = prebuilt.module;
+  } else {
+    fused = backend::fuser_of(config)(is_qat, input.parts);
+  }
   gm.add_submodule(root->target(), std::move(fused));
 
   std::vector<ir::Argument> args = root->args();
@@ -93,7 +158,10 @@ void apply_fusion(const FusionMatch& fusion, ir::GraphModule& gm, bool is_qat) {
 
 bool fuse(ir::GraphModule& gm, const PassOptions& options) {
   std::vector<FusionMatch> fusions = find_fusions(gm, options.backend());
-  for (const FusionMatch& fusion : fusions) apply_fusion(fusion, gm, options.is_qat);
+  std::vector<FusionInput> inputs;
+  for (const FusionMatch& fusion : fusions) inputs.push_back(fusion_input(fusion, gm));
+  std::vector<Prebuilt> prebuilt = prebuild(fusions, inputs, options.is_qat);
+  for (size_t i = 0; i < fusions.size(); ++i) apply_fusion(fusions[i], inputs[i], prebuilt[i], gm, options.is_qat);
   // As PyTorch's fuse returns a new GraphModule: a fresh namespace (names of
   // removed nodes are free again), the module tree rebuilt from the graph.
   gm.set_graph(gm.graph().clone());

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace torch::nn {
@@ -54,7 +55,10 @@ class BackendRegistry {
  public:
   static BackendRegistry& instance();
 
-  void add_fuser_method(const std::string& name, FuserMethod fn);
+  /// `concurrent`: the method only builds a module from its parts (no state
+  /// of its own), so fuse may call it on qfx's worker thread, for several
+  /// matches at once; qfx's own fuser methods are.
+  void add_fuser_method(const std::string& name, FuserMethod fn, bool concurrent = false);
   void add_fused_module(const std::string& module_type, FusedModuleFactory factory);
   void add_root_node_getter(const std::string& name, pattern::RootNodeGetter fn);
   void add_extra_inputs_getter(const std::string& name, pattern::ExtraInputsGetter fn);
@@ -65,11 +69,15 @@ class BackendRegistry {
   const pattern::RootNodeGetter* root_node_getter(const std::string& name) const;
   const pattern::ExtraInputsGetter* extra_inputs_getter(const std::string& name) const;
 
+  /// Whether the fuser method `name` was registered as concurrent.
+  bool fuser_method_is_concurrent(const std::string& name) const;
+
   /// Registered names, sorted.
   std::vector<std::string> fuser_method_names() const;
 
  private:
   std::unordered_map<std::string, FuserMethod> fuser_methods_;
+  std::unordered_set<std::string> concurrent_fuser_methods_;
   std::unordered_map<std::string, FusedModuleFactory> fused_modules_;
   std::unordered_map<std::string, pattern::RootNodeGetter> root_node_getters_;
   std::unordered_map<std::string, pattern::ExtraInputsGetter> extra_inputs_getters_;
