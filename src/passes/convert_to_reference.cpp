@@ -27,6 +27,8 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
+#include <exception>
+#include <unordered_map>
 #include <unordered_set>
 
 
@@ -152,28 +154,78 @@ const backend::BackendPatternConfig* module_config(const backend::BackendConfig&
   return nullptr;
 }
 
-void convert_weighted_module(ir::GraphModule& gm, const ir::Node& node, const backend::BackendConfig& backend) {
+/// What convert does to a weighted module's node, worked out before any of
+/// it is done: a QAT module's float module (batch norm folded in) goes to
+/// the node's path, and the reference module replaces the module (or the
+/// first part of a fused one). Computing it reads the model only.
+struct WeightedConversion {
+  std::shared_ptr<torch::nn::Module> float_module;  // from a QAT module, else null
+  std::shared_ptr<torch::nn::Module> reference;     // null when the module stays float
+  std::exception_ptr error;
+  ir::detail::KeptWarnings warnings;
+};
+
+WeightedConversion weighted_conversion(const ir::GraphModule& gm, const ir::Node& node,
+                                       const backend::BackendConfig& backend) {
+  WeightedConversion conversion;
   std::shared_ptr<torch::nn::Module> module = gm.get_submodule(node.target());
   std::shared_ptr<ActivationPostProcess> weight_observer;
   if (auto qat = std::dynamic_pointer_cast<nn::QatModuleImpl>(module)) {
     // trained weight fake-quant, float module (batch norm folded in)
     weight_observer = std::dynamic_pointer_cast<ActivationPostProcess>(qat->named_children()["weight_fake_quant"]);
     module = qat->to_float();
-    gm.add_submodule(node.target(), module);
+    conversion.float_module = module;
   }
   quant::QConfigAny qconfig = node_qconfig(node);
-  if (!qconfig || !node_is_observed(node) || !weight_is_quantized(*qconfig)) return;
+  if (!qconfig || !node_is_observed(node) || !weight_is_quantized(*qconfig)) return conversion;
   const backend::BackendPatternConfig* config = module_config(backend, ir::module_type_name(*module));
-  if (!config || !supported_by_dtype_configs(*qconfig, config->dtype_configs())) return;
+  if (!config || !supported_by_dtype_configs(*qconfig, config->dtype_configs())) return conversion;
   auto fused = std::dynamic_pointer_cast<nn::FusedModuleImpl>(module);
   std::shared_ptr<torch::nn::Module> float_module = fused ? fused->module(0) : module;
   if (!weight_observer) weight_observer = qconfig->weight.make();
   weight_observer->forward(float_module->named_parameters(false)["weight"]);
-  auto reference = nn::reference_from_float(float_module, nn::weight_qparams_of(*weight_observer));
-  if (fused) {
-    fused->set_module(0, reference);
+  conversion.reference = nn::reference_from_float(float_module, nn::weight_qparams_of(*weight_observer));
+  return conversion;
+}
+
+/// The weighted module nodes' conversions, computed on the calling thread
+/// and, when a core is idle, the worker thread; errors and warnings kept for
+/// when the rewrite reaches each node.
+using WeightedConversions = std::unordered_map<const ir::Node*, WeightedConversion>;
+
+WeightedConversions weighted_conversions_ahead(const ir::GraphModule& gm, const std::vector<const ir::Node*>& nodes,
+                                               const backend::BackendConfig& backend) {
+  WeightedConversions conversions;
+  std::vector<WeightedConversion*> slots;
+  for (const ir::Node* node : nodes) slots.push_back(&conversions[node]);
+  ir::detail::share(nodes.size(), [&](size_t i) {
+    WeightedConversion& conversion = *slots[i];
+    ir::detail::KeptWarnings warnings;
+    warnings.keep_during([&] {
+      try {
+        conversion = weighted_conversion(gm, *nodes[i], backend);
+      } catch (...) {
+        conversion.error = std::current_exception();
+      }
+    });
+    conversion.warnings = std::move(warnings);
+  });
+  return conversions;
+}
+
+void convert_weighted_module(ir::GraphModule& gm, const ir::Node& node, const WeightedConversion& conversion) {
+  conversion.warnings.issue();
+  if (conversion.error) std::rethrow_exception(conversion.error);
+  std::shared_ptr<torch::nn::Module> module = gm.get_submodule(node.target());
+  if (conversion.float_module) {
+    module = conversion.float_module;
+    gm.add_submodule(node.target(), module);
+  }
+  if (!conversion.reference) return;
+  if (auto fused = std::dynamic_pointer_cast<nn::FusedModuleImpl>(module)) {
+    fused->set_module(0, conversion.reference);
   } else {
-    gm.add_submodule(node.target(), reference);
+    gm.add_submodule(node.target(), conversion.reference);
   }
 }
 
@@ -187,6 +239,25 @@ bool is_weighted_module(const backend::BackendConfig& backend, const torch::nn::
     if (config.root_module() == type && !config.reference_quantized_module().empty()) return true;
   }
   return false;
+}
+
+/// The call_module nodes the rewrite will convert as weighted modules, the
+/// first call of each module only (a QAT module's weight observer sees its
+/// weight once at a time).
+std::vector<const ir::Node*> weighted_module_nodes(const ir::GraphModule& gm, const backend::BackendConfig& backend,
+                                                  const CustomModuleMapping& custom_classes) {
+  std::vector<const ir::Node*> nodes;
+  std::unordered_set<const torch::nn::Module*> seen;
+  for (const ir::Node* node : gm.graph().nodes()) {
+    if (node->op() != ir::Opcode::kCallModule || detail::is_observer_node(*node, gm)) continue;
+    std::shared_ptr<torch::nn::Module> module = gm.get_submodule(node->target());
+    if (!seen.insert(module.get()).second || detail::custom_module_at(*node, gm, custom_classes) ||
+        dynamic_cast<nn::NestedGraphModuleImpl*>(module.get()) != nullptr || !is_weighted_module(backend, *module)) {
+      continue;
+    }
+    nodes.push_back(node);
+  }
+  return nodes;
 }
 
 /// PyTorch's maybe_recursive_remove_dequantize: `output` reads the
@@ -282,6 +353,7 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
       options.convert_custom_config ? options.convert_custom_config->observed_to_quantized_custom_module_classes : kNone;
   QuantizedOutputs quantized_outputs;
   const detail::ObserverQParams qparams(gm);
+  const WeightedConversions weighted = weighted_conversions_ahead(gm, weighted_module_nodes(gm, backend, custom_classes), backend);
   int64_t placeholders = 0;
   for (ir::Node* node : gm.graph().node_list()) {
     if (node->op() == ir::Opcode::kPlaceholder) {
@@ -300,7 +372,8 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
       } else if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {
         convert_standalone(gm, *node, *sm, options);
       } else if (is_weighted_module(backend, *gm.get_submodule(node->target()))) {
-        convert_weighted_module(gm, *node, backend);
+        auto it = weighted.find(node);
+        convert_weighted_module(gm, *node, it != weighted.end() ? it->second : weighted_conversion(gm, *node, backend));
       }
     }
   }
