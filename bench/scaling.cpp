@@ -5,7 +5,7 @@
 // pass pipelines prepare_fx and convert_fx run (fuse, insert-observers;
 // convert-to-reference, lower-to-native), timed per pass. Prints two
 // Markdown tables: time per node, which should stay flat (linear time), and
-// each pass's share.
+// each pass's wall time.
 //
 //   bench_scaling [NODES ...]   (default: 1000 5000 20000 100000)
 
@@ -64,7 +64,7 @@ double total_seconds(const std::vector<qfx::passes::PassTime>& times, size_t beg
   return total;
 }
 
-/// `| size | pass seconds (+ lint) ... |` for the per-pass table.
+/// `| size | each pass's seconds ... | all lints' seconds |` for the per-pass table.
 std::string pass_row(size_t nodes, const std::vector<qfx::passes::PassTime>& times) {
   std::ostringstream row;
   row << "| " << nodes << " |";
