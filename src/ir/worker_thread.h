@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -98,6 +99,41 @@ class WorkerThread {
 /// whichever thread is free). The worker's warnings reach the caller's
 /// handler; an error stops both threads and is raised once the worker is idle.
 void share(size_t count, const std::function<void(size_t)>& fn);
+
+/// A result worked out ahead of the code that takes it, with the warnings
+/// its computation raised and its error, both handed to the taker.
+template <typename T>
+struct Ahead {
+  T value{};
+  std::exception_ptr error;
+  KeptWarnings warnings;
+
+  /// Issues the kept warnings on the calling thread, then raises the kept
+  /// error or returns the value.
+  const T& take() const {
+    warnings.issue();
+    if (error) std::rethrow_exception(error);
+    return value;
+  }
+};
+
+/// fn(0) ... fn(count - 1) computed by share(), each result with its own
+/// warnings and error kept (none raised here), for takers in any order.
+template <typename T>
+std::vector<Ahead<T>> compute_ahead(size_t count, const std::function<T(size_t)>& fn) {
+  std::vector<Ahead<T>> results(count);
+  share(count, [&](size_t i) {
+    Ahead<T>& result = results[i];
+    result.warnings.keep_during([&] {
+      try {
+        result.value = fn(i);
+      } catch (...) {
+        result.error = std::current_exception();
+      }
+    });
+  });
+  return results;
+}
 
 /// Whether an idle core is there for the worker thread: more hardware
 /// threads than ATen's intra-op threads.

@@ -27,7 +27,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
-#include <exception>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -161,8 +160,6 @@ const backend::BackendPatternConfig* module_config(const backend::BackendConfig&
 struct WeightedConversion {
   std::shared_ptr<torch::nn::Module> float_module;  // from a QAT module, else null
   std::shared_ptr<torch::nn::Module> reference;     // null when the module stays float
-  std::exception_ptr error;
-  ir::detail::KeptWarnings warnings;
 };
 
 WeightedConversion weighted_conversion(const ir::GraphModule& gm, const ir::Node& node,
@@ -191,31 +188,26 @@ WeightedConversion weighted_conversion(const ir::GraphModule& gm, const ir::Node
 /// The weighted module nodes' conversions, computed on the calling thread
 /// and, when a core is idle, the worker thread; errors and warnings kept for
 /// when the rewrite reaches each node.
-using WeightedConversions = std::unordered_map<const ir::Node*, WeightedConversion>;
+class WeightedConversions {
+ public:
+  WeightedConversions(const ir::GraphModule& gm, std::vector<const ir::Node*> nodes,
+                      const backend::BackendConfig& backend)
+      : conversions_(ir::detail::compute_ahead<WeightedConversion>(
+            nodes.size(), [&](size_t i) { return weighted_conversion(gm, *nodes[i], backend); })) {
+    for (size_t i = 0; i < nodes.size(); ++i) index_[nodes[i]] = i;
+  }
+  /// The conversion of `node`: computed ahead, else now.
+  WeightedConversion of(const ir::GraphModule& gm, const ir::Node& node, const backend::BackendConfig& backend) const {
+    auto it = index_.find(&node);
+    return it != index_.end() ? conversions_[it->second].take() : weighted_conversion(gm, node, backend);
+  }
 
-WeightedConversions weighted_conversions_ahead(const ir::GraphModule& gm, const std::vector<const ir::Node*>& nodes,
-                                               const backend::BackendConfig& backend) {
-  WeightedConversions conversions;
-  std::vector<WeightedConversion*> slots;
-  for (const ir::Node* node : nodes) slots.push_back(&conversions[node]);
-  ir::detail::share(nodes.size(), [&](size_t i) {
-    WeightedConversion& conversion = *slots[i];
-    ir::detail::KeptWarnings warnings;
-    warnings.keep_during([&] {
-      try {
-        conversion = weighted_conversion(gm, *nodes[i], backend);
-      } catch (...) {
-        conversion.error = std::current_exception();
-      }
-    });
-    conversion.warnings = std::move(warnings);
-  });
-  return conversions;
-}
+ private:
+  std::vector<ir::detail::Ahead<WeightedConversion>> conversions_;
+  std::unordered_map<const ir::Node*, size_t> index_;
+};
 
 void convert_weighted_module(ir::GraphModule& gm, const ir::Node& node, const WeightedConversion& conversion) {
-  conversion.warnings.issue();
-  if (conversion.error) std::rethrow_exception(conversion.error);
   std::shared_ptr<torch::nn::Module> module = gm.get_submodule(node.target());
   if (conversion.float_module) {
     module = conversion.float_module;
@@ -353,7 +345,7 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
       options.convert_custom_config ? options.convert_custom_config->observed_to_quantized_custom_module_classes : kNone;
   QuantizedOutputs quantized_outputs;
   const detail::ObserverQParams qparams(gm);
-  const WeightedConversions weighted = weighted_conversions_ahead(gm, weighted_module_nodes(gm, backend, custom_classes), backend);
+  const WeightedConversions weighted(gm, weighted_module_nodes(gm, backend, custom_classes), backend);
   int64_t placeholders = 0;
   for (ir::Node* node : gm.graph().node_list()) {
     if (node->op() == ir::Opcode::kPlaceholder) {
@@ -372,8 +364,7 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
       } else if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {
         convert_standalone(gm, *node, *sm, options);
       } else if (is_weighted_module(backend, *gm.get_submodule(node->target()))) {
-        auto it = weighted.find(node);
-        convert_weighted_module(gm, *node, it != weighted.end() ? it->second : weighted_conversion(gm, *node, backend));
+        convert_weighted_module(gm, *node, weighted.of(gm, *node, backend));
       }
     }
   }

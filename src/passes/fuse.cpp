@@ -19,7 +19,6 @@
 
 #include <torch/nn/modules/activation.h>
 
-#include <exception>
 #include <unordered_set>
 
 namespace qfx::passes {
@@ -86,21 +85,15 @@ FusionInput fusion_input(const FusionMatch& fusion, const ir::GraphModule& gm) {
   return input;
 }
 
-/// A fused module built ahead of the rewrite, with the fuser's warnings and
-/// error kept for when the rewrite reaches its fusion.
-struct Prebuilt {
-  bool built = false;
-  std::shared_ptr<torch::nn::Module> module;
-  std::exception_ptr error;
-  ir::detail::KeptWarnings warnings;
-};
+/// A fused module built ahead of the rewrite.
+using Prebuilt = ir::detail::Ahead<std::shared_ptr<torch::nn::Module>>;
 
 /// Builds the fused modules of the fusions whose fuser method is concurrent
 /// on the calling thread and, when a core is idle, the worker thread (conv-bn
-/// folding is most of fuse's time on large graphs).
+/// folding is most of fuse's time on large graphs). `prebuilt[i]` points to
+/// fusion i's, or is null when the rewrite builds it.
 std::vector<Prebuilt> prebuild(const std::vector<FusionMatch>& fusions, const std::vector<FusionInput>& inputs,
-                               bool is_qat) {
-  std::vector<Prebuilt> prebuilt(fusions.size());
+                               bool is_qat, std::vector<const Prebuilt*>& prebuilt) {
   std::vector<size_t> concurrent;
   const backend::BackendRegistry& registry = backend::BackendRegistry::instance();
   for (size_t i = 0; i < fusions.size(); ++i) {
@@ -109,37 +102,24 @@ std::vector<Prebuilt> prebuild(const std::vector<FusionMatch>& fusions, const st
       concurrent.push_back(i);
     }
   }
-  ir::detail::share(concurrent.size(), [&](size_t k) {
-    size_t i = concurrent[k];
-    Prebuilt& p = prebuilt[i];
-    p.warnings.keep_during([&] {
-      try {
-        p.module = backend::fuser_of(*fusions[i].config)(is_qat, inputs[i].parts);
-      } catch (...) {
-        p.error = std::current_exception();
-      }
-    });
-    p.built = true;
-  });
-  return prebuilt;
+  std::vector<Prebuilt> built = ir::detail::compute_ahead<std::shared_ptr<torch::nn::Module>>(
+      concurrent.size(), [&](size_t k) {
+        size_t i = concurrent[k];
+        return backend::fuser_of(*fusions[i].config)(is_qat, inputs[i].parts);
+      });
+  prebuilt.assign(fusions.size(), nullptr);
+  for (size_t k = 0; k < concurrent.size(); ++k) prebuilt[concurrent[k]] = &built[k];
+  return built;
 }
 
-void apply_fusion(const FusionMatch& fusion, const FusionInput& input, const Prebuilt& prebuilt, ir::GraphModule& gm,
+void apply_fusion(const FusionMatch& fusion, const FusionInput& input, const Prebuilt* prebuilt, ir::GraphModule& gm,
                   bool is_qat) {
   const backend::BackendPatternConfig& config = *fusion.config;
   ir::Node* output = fusion.match.node(fusion.match.values.size() - 1);
   ir::Node* root = input.root;
   TORCH_CHECK(root != nullptr, "fuse: pattern ", config.pattern().str(), " matched at %", output->name(),
               " has no module to fuse into (its root node must be a call_module node)");
-  std::shared_ptr<torch::nn::Module> fused;
-  if (prebuilt.built) {
-    prebuilt.warnings.issue();
-    if (prebuilt.error) std::rethrow_exception(prebuilt.error);
-    fused = prebuilt.module;
-  } else {
-    fused = backend::fuser_of(config)(is_qat, input.parts);
-  }
-  gm.add_submodule(root->target(), std::move(fused));
+  gm.add_submodule(root->target(), prebuilt ? prebuilt->take() : backend::fuser_of(config)(is_qat, input.parts));
 
   std::vector<ir::Argument> args = root->args();
   for (ir::Argument& extra : backend::extra_inputs_of(config, fusion.match)) args.push_back(std::move(extra));
@@ -160,7 +140,8 @@ bool fuse(ir::GraphModule& gm, const PassOptions& options) {
   std::vector<FusionMatch> fusions = find_fusions(gm, options.backend());
   std::vector<FusionInput> inputs;
   for (const FusionMatch& fusion : fusions) inputs.push_back(fusion_input(fusion, gm));
-  std::vector<Prebuilt> prebuilt = prebuild(fusions, inputs, options.is_qat);
+  std::vector<const Prebuilt*> prebuilt;
+  std::vector<Prebuilt> built = prebuild(fusions, inputs, options.is_qat, prebuilt);
   for (size_t i = 0; i < fusions.size(); ++i) apply_fusion(fusions[i], inputs[i], prebuilt[i], gm, options.is_qat);
   // As PyTorch's fuse returns a new GraphModule: a fresh namespace (names of
   // removed nodes are free again), the module tree rebuilt from the graph.

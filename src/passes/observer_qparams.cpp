@@ -17,29 +17,17 @@ ObserverQParams::ObserverQParams(const ir::GraphModule& gm) {
   for (ir::Node* node : gm.graph().nodes()) {
     if (node->op() != ir::Opcode::kCallModule || !is_observer_node(*node, gm)) continue;
     auto obs = std::dynamic_pointer_cast<quant::ActivationPostProcess>(gm.get_submodule(node->target()));
-    if (obs != nullptr && is_static_int8(*obs) && results_.emplace(obs.get(), Result()).second) {
+    if (obs != nullptr && is_static_int8(*obs) && index_.emplace(obs.get(), observers_.size()).second) {
       observers_.push_back(obs);
     }
   }
-  std::vector<Result*> slots;
-  for (const auto& obs : observers_) slots.push_back(&results_.at(obs.get()));
-  ir::detail::share(observers_.size(), [&](size_t i) {
-    Result& result = *slots[i];
-    result.warnings.keep_during([&] {
-      try {
-        result.qparams = observers_[i]->calculate_qparams();
-        result.computed = true;
-      } catch (const c10::Error&) {
-      }
-    });
-  });
+  results_ = ir::detail::compute_ahead<quant::QParams>(observers_.size(),
+                                                       [&](size_t i) { return observers_[i]->calculate_qparams(); });
 }
 
 quant::QParams ObserverQParams::of(quant::ActivationPostProcess& obs) const {
-  auto it = results_.find(&obs);
-  if (it == results_.end() || !it->second.computed) return obs.calculate_qparams();
-  it->second.warnings.issue();
-  return it->second.qparams;
+  auto it = index_.find(&obs);
+  return it != index_.end() ? results_[it->second].take() : obs.calculate_qparams();
 }
 
 }  // namespace qfx::passes::detail

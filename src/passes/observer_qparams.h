@@ -25,17 +25,13 @@ class ObserverQParams {
   /// Computes the qparams of the static int8 observers `gm`'s observer nodes call.
   explicit ObserverQParams(const ir::GraphModule& gm);
   /// obs.calculate_qparams(): computed ahead when it was (re-issuing its
-  /// warnings), else now.
+  /// warnings, raising its error), else now.
   quant::QParams of(quant::ActivationPostProcess& obs) const;
 
  private:
-  struct Result {
-    bool computed = false;  // else raised an error, which the rewrite raises again
-    quant::QParams qparams;
-    ir::detail::KeptWarnings warnings;
-  };
   std::vector<std::shared_ptr<quant::ActivationPostProcess>> observers_;  // the keys below stay theirs
-  std::unordered_map<const quant::ActivationPostProcess*, Result> results_;
+  std::vector<ir::detail::Ahead<quant::QParams>> results_;                 // observers_[i]'s
+  std::unordered_map<const quant::ActivationPostProcess*, size_t> index_;
 };
 
 }  // namespace qfx::passes::detail

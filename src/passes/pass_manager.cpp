@@ -77,24 +77,21 @@ bool PassManager::run(ir::GraphModule& gm, const PassOptions& options) const {
 }
 
 void print_pass_times(std::ostream& out, const std::vector<PassTime>& times) {
-  double total = 0;
+  double passes = 0, lints = 0;
   size_t width = 5;
   for (const PassTime& t : times) {
-    total += t.seconds + t.lint_seconds;
+    passes += t.seconds;
+    lints += t.lint_seconds;
     width = std::max(width, t.pass.size());
   }
+  double total = passes + lints;
   auto line = [&](const std::string& name, double seconds, double lint) {
     char text[160];
     std::snprintf(text, sizeof text, "%-*s %9.4f s  lint %8.4f s  %5.1f%%\n", static_cast<int>(width), name.c_str(),
                   seconds, lint, total > 0 ? 100 * (seconds + lint) / total : 0.0);
     out << text;
   };
-  double passes = 0, lints = 0;
-  for (const PassTime& t : times) {
-    line(t.pass, t.seconds, t.lint_seconds);
-    passes += t.seconds;
-    lints += t.lint_seconds;
-  }
+  for (const PassTime& t : times) line(t.pass, t.seconds, t.lint_seconds);
   line("total", passes, lints);
 }
 
