@@ -12,8 +12,8 @@
 // ENGINE is onednn (default) or qnnpack: its default qconfig mapping and
 // quantized engine. --latency measures the exported int8 file and the float
 // model only (bench/run.sh runs it again under OMP_WAIT_POLICY=PASSIVE).
-// The process keeps freed memory for reuse (qfx::reuse_freed_memory), as the
-// qfx CLI does. Prints JSON.
+// The process keeps freed memory for reuse as the qfx CLI does (tcmalloc, or
+// qfx::reuse_freed_memory under glibc). Prints JSON, with the allocator.
 
 #include "qfx/backend/builtin_backends.h"
 #include "qfx/io/tensor_io.h"
@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   result["peak_rss_mb"] = usage.ru_maxrss / 1024.0;
+  result["allocator"] = qfx::allocator_name();
   std::cout << result.dump() << "\n";
   return 0;
 }

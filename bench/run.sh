@@ -5,8 +5,8 @@
 # API: import, prepare_fx, calibration, convert_fx, export, latency of the
 # exported TorchScript and of the interpreter), both with
 # get_default_qconfig_mapping("onednn") on the native BackendConfig; and
-# flow.py once more with glibc keeping freed memory as bench_flow (and the qfx
-# CLI) does, so the allocator's share of the ratios shows.
+# flow.py once more with the allocator of qfx's programs (tcmalloc, preloaded),
+# so the allocator's share of the ratios shows.
 # Writes bench/results.json and prints the Markdown tables of docs/benchmarks.md,
 # then the scaling tables of bench_scaling (time per node, wall time per pass).
 #   bench/run.sh [BUILD_DIR] [REPEATS] [MODELS...]
@@ -27,7 +27,8 @@ python=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 results="$work/results.jsonl"
-reuse=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824
+tcmalloc=$(ldd "$build/bin/bench_flow" | awk '/libtcmalloc/ {print $3}')
+[ -n "$tcmalloc" ] || { echo "bench/run.sh: $build/bin/bench_flow is not linked with tcmalloc (built with -DQFX_TCMALLOC=OFF?)" >&2; exit 1; }
 
 for model in "${models[@]}"; do
   echo "bench: $model" >&2
@@ -48,14 +49,14 @@ else:
     torch.jit.trace(m, torch.rand(1, *shape, generator=g)).save(f'{work}/{name}.pt')
 PY
   theirs=$("$python" "$here/flow.py" "$model" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$repeats")
-  # PyTorch again with glibc keeping freed memory as qfx does (qfx::reuse_freed_memory)
-  theirs_reuse=$(GLIBC_TUNABLES="$reuse" "$python" "$here/flow.py" "$model" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" 1)
+  # PyTorch again with qfx's allocator
+  theirs_tcmalloc=$(LD_PRELOAD="$tcmalloc" "$python" "$here/flow.py" "$model" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" 1)
   ours=$("$build/bin/bench_flow" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$work/${model}_int8.pt" "$repeats")
   # qnnpack, and both engines again with OpenMP's passive wait policy
   qnnpack=$("$build/bin/bench_flow" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$work/${model}_qnnpack.pt" 1 qnnpack)
   passive=$(OMP_WAIT_POLICY=PASSIVE "$build/bin/bench_flow" --latency onednn "$work/$model.pt" "$work/${model}_int8.pt" "$work/eval.pt")
   qnnpack_passive=$(OMP_WAIT_POLICY=PASSIVE "$build/bin/bench_flow" --latency qnnpack "$work/$model.pt" "$work/${model}_qnnpack.pt" "$work/eval.pt")
-  echo "{\"model\": \"$model\", \"pytorch\": $theirs, \"pytorch_reuse\": $theirs_reuse, \"qfx\": $ours, \"qfx_qnnpack\": $qnnpack, \"passive\": {\"onednn\": $passive, \"qnnpack\": $qnnpack_passive}}" >>"$results"
+  echo "{\"model\": \"$model\", \"pytorch\": $theirs, \"pytorch_tcmalloc\": $theirs_tcmalloc, \"qfx\": $ours, \"qfx_qnnpack\": $qnnpack, \"passive\": {\"onednn\": $passive, \"qnnpack\": $qnnpack_passive}}" >>"$results"
 done
 
 "$python" - "$results" "$here/results.json" "$repeats" "$blas" <<'PY'
@@ -93,12 +94,12 @@ for r in rows:
     over = lambda x: f"{100 * (x['calibrate']['median'] / x['float_forward']['median'] - 1):+.0f}%"
     print(f"| {r['model']} | {p['float_forward']['median']:.4f} | {p['calibrate']['median']:.4f} | {over(p)} "
           f"| {q['float_forward']['median']:.4f} | {q['calibrate']['median']:.4f} | {over(q)} |")
-print('\nMemory reuse: qfx keeps freed memory in the process (qfx::reuse_freed_memory, as the qfx CLI does); PyTorch by default returns it to the OS after each batch. '
-      'PyTorch again under GLIBC_TUNABLES with the same thresholds (one run), and qfx against both')
-print('\n| model | PyTorch float forward s (default / reuse) | PyTorch calibrate s (default / reuse) | qfx calibrate s | calibrate x (default / reuse) | PyTorch prepare+convert s (default / reuse) | prepare+convert x (default / reuse) | PyTorch int8 batch 8, 1 thread ms (default / reuse) |')
+print(f"\nAllocator: qfx's programs allocate with tcmalloc ({rows[0]['qfx']['allocator']} in bench_flow), PyTorch with glibc's malloc. "
+      'PyTorch again with tcmalloc preloaded (one run), and qfx against both')
+print('\n| model | PyTorch float forward s (glibc / tcmalloc) | PyTorch calibrate s (glibc / tcmalloc) | qfx calibrate s | calibrate x (glibc / tcmalloc) | PyTorch prepare+convert s (glibc / tcmalloc) | prepare+convert x (glibc / tcmalloc) | PyTorch int8 batch 8, 1 thread ms (glibc / tcmalloc) |')
 print('|---|---|---|---|---|---|---|---|')
 for r in rows:
-    p, pr, q = r['pytorch'], r['pytorch_reuse'], r['qfx']
+    p, pr, q = r['pytorch'], r['pytorch_tcmalloc'], r['qfx']
     med = lambda x, k: x[k]['median']
     pc = lambda x: med(x, 'prepare') + med(x, 'convert')
     print(f"| {r['model']} | {med(p, 'float_forward'):.4f} / {med(pr, 'float_forward'):.4f} | {med(p, 'calibrate'):.4f} / {med(pr, 'calibrate'):.4f} "

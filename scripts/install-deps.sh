@@ -11,6 +11,7 @@ packages=(
   libcli11-dev            # command line
   libgtest-dev libgmock-dev
   libbenchmark-dev
+  libgoogle-perftools-dev # tcmalloc for qfx's programs (QFX_TCMALLOC)
   zlib1g-dev              # gzipped IDX data
   libstb-dev              # PNG/JPEG decoding (stb_image)
   libopenblas0-pthread    # optimized BLAS for LibTorch's float path

@@ -30,6 +30,11 @@ expect_error() {
   [ ! -s "$work/out" ] || fail "qfx $*: wrote to stdout on error"
 }
 
+# --- the allocator: tcmalloc unless built with -DQFX_TCMALLOC=OFF ----------
+if [ "${QFX_TCMALLOC:-ON}" = ON ]; then
+  ldd "$qfx" | grep -q 'libtcmalloc_minimal' || fail "qfx is not linked with tcmalloc: $(ldd "$qfx" | grep -i malloc)"
+fi
+
 # --- qfx print -----------------------------------------------------------
 "$qfx" print "$fixtures/linear_relu.pt" >"$work/code.txt" || fail "print exited $?"
 "$python" - "$work/code.txt" "$fixtures/linear_relu.fx.json" <<'EOF' || fail "print differs from PyTorch's print(gm)"

@@ -16,6 +16,9 @@ namespace qfx {
 namespace {
 
 #ifdef __GLIBC__
+// qfx_tests allocates with glibc's malloc (only qfx's programs link tcmalloc)
+TEST(Runtime, AllocatorIsGlibcsMalloc) { EXPECT_EQ(allocator_name(), "glibc"); }
+
 TEST(Runtime, ReuseFreedMemoryKeepsLargeBlocksInTheHeap) {
   ASSERT_TRUE(reuse_freed_memory(size_t{256} << 20, size_t{1} << 30));
   // 48 MB is above glibc's largest adaptive mmap threshold (32 MB): by

@@ -43,7 +43,7 @@ int fail(const std::string& message, int code) {
 int main(int argc, char** argv) {
   static CliWarnings warnings;
   c10::Warning::set_warning_handler(&warnings);
-  qfx::reuse_freed_memory();  // calibration and evaluation run batch after batch
+  qfx::reuse_freed_memory();  // batch after batch; glibc builds only, tcmalloc keeps freed memory itself
   CLI::App app{"qfx: FX graph mode quantization for C++"};
   app.require_subcommand(1);
   qfx::cli::Action action;
