@@ -1,6 +1,8 @@
 // qfx side of bench/prepare_convert.sh: prepare_fx (fuse + insert observers)
 // and convert_fx (reference, then lowering) on an imported model, one untimed calibration
-// forward between them; median of repeats, each on a fresh import.
+// forward between them; median of repeats, each on a fresh import. The passes
+// run through PassManager as prepare_fx and convert_fx run them, timed one by
+// one ("passes": median seconds of each pass, its lint included).
 //
 //   bench_prepare_convert MODEL.pt INPUT.pt BACKEND REPEATS
 
@@ -8,7 +10,8 @@
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
-#include "qfx/quantize.h"
+#include "qfx/passes/pass_manager.h"
+#include "qfx/quant/qconfig_mapping.h"
 
 #include <ATen/Context.h>
 #include <c10/core/InferenceMode.h>
@@ -29,6 +32,24 @@ nlohmann::json summary(std::vector<double> times) {
   return {{"median", times[times.size() / 2]}, {"min", times.front()}, {"max", times.back()}};
 }
 
+/// Seconds of the passes `begin`..`end` of `times`, lints included.
+double seconds_of(const std::vector<qfx::passes::PassTime>& times, size_t begin, size_t end) {
+  double total = 0;
+  for (size_t i = begin; i < end; ++i) total += times[i].seconds + times[i].lint_seconds;
+  return total;
+}
+
+/// Median seconds of each pass over the repeats (each repeat appends the same passes).
+nlohmann::json pass_medians(const std::vector<qfx::passes::PassTime>& times, size_t passes) {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t p = 0; p < passes; ++p) {
+    std::vector<double> each;
+    for (size_t i = p; i < times.size(); i += passes) each.push_back(times[i].seconds + times[i].lint_seconds);
+    out[times[p].pass] = summary(each)["median"];
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,26 +61,29 @@ int main(int argc, char** argv) {
   at::globalContext().setQEngine(at::QEngine::ONEDNN);  // as PyTorch's default here
   std::vector<c10::IValue> inputs = qfx::io::as_inputs(qfx::io::load_value(argv[2]), "input");
   std::string backend = argv[3];
-  qfx::backend::BackendConfig config = qfx::backend::get_backend_config("native");
-  qfx::quant::QConfigMapping mapping = qfx::quant::get_default_qconfig_mapping(backend);
+  qfx::passes::PassOptions options;
+  options.backend_config = std::make_shared<qfx::backend::BackendConfig>(qfx::backend::get_backend_config("native"));
+  options.qconfig_mapping =
+      std::make_shared<qfx::quant::QConfigMapping>(qfx::quant::get_default_qconfig_mapping(backend));
   std::vector<double> import_times, prepare_times, convert_times;
+  std::vector<qfx::passes::PassTime> pass_times;
   size_t nodes = 0;
   for (int r = 0; r < std::stoi(argv[4]); ++r) {
     auto start = std::chrono::steady_clock::now();
     auto gm = qfx::io::import_torchscript(argv[1]);
     import_times.push_back(seconds_since(start));
-    start = std::chrono::steady_clock::now();
-    qfx::prepare_fx(*gm, mapping, config);
-    prepare_times.push_back(seconds_since(start));
+    size_t first = pass_times.size();
+    qfx::passes::PassManager().add("fuse").add("insert-observers").time_passes(pass_times).run(*gm, options);
+    prepare_times.push_back(seconds_of(pass_times, first, first + 2));
     qfx::ir::Interpreter(*gm).run(inputs);
-    start = std::chrono::steady_clock::now();
-    qfx::convert_fx(*gm, config);
-    convert_times.push_back(seconds_since(start));
+    qfx::passes::PassManager().add("convert-to-reference").add("lower-to-native").time_passes(pass_times).run(*gm, options);
+    convert_times.push_back(seconds_of(pass_times, first + 2, first + 4));
     nodes = gm->graph().size();
   }
   nlohmann::json out = {{"import", summary(import_times)},
                         {"prepare", summary(prepare_times)},
                         {"convert", summary(convert_times)},
+                        {"passes", pass_medians(pass_times, 4)},
                         {"nodes", nodes}};
   std::cout << out.dump() << "\n";
   return 0;

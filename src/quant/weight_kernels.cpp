@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -60,33 +61,49 @@ Q quantize_one(float inv_scale, float zero_point, float x) {
   return static_cast<Q>(std::min(std::max(q, qmin), qmax));
 }
 
-/// n elements of one channel, four at a time where all four products are
-/// finite and below 2^30 in magnitude (the rest, rare, one at a time as ATen).
+#ifdef __SSE2__
+/// Four products x * inv_scale, or false when one of them is 2^30 or more in
+/// magnitude, infinite or NaN (those take ATen's path one at a time).
+inline bool scaled4(const float* x, __m128 vinv, __m128* p) {
+  const __m128 vabs = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff)), vlimit = _mm_set1_ps(1073741824.0f);
+  *p = _mm_mul_ps(_mm_loadu_ps(x), vinv);
+  return _mm_movemask_ps(_mm_cmpnlt_ps(_mm_and_ps(*p, vabs), vlimit)) == 0;
+}
+
+/// int32(zero_point + nearbyint(p)) of four products: nearbyint, the sum in
+/// float, then the truncating cast, as quantize_val.
+inline __m128i rounded4(__m128 p, __m128 vzp) {
+  return _mm_cvttps_epi32(_mm_add_ps(vzp, _mm_cvtepi32_ps(_mm_cvtps_epi32(p))));
+}
+
+/// Sixteen int32 values narrowed with saturation to Q's range (the clamp of
+/// quantize_val, Q being int8_t or uint8_t) and stored.
+template <typename Q>
+inline void store16(__m128i a, __m128i b, __m128i c, __m128i d, Q* out) {
+  __m128i low = _mm_packs_epi32(a, b), high = _mm_packs_epi32(c, d);
+  __m128i q = std::is_signed_v<Q> ? _mm_packs_epi16(low, high) : _mm_packus_epi16(low, high);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), q);
+}
+#endif
+
+/// n elements of one channel, sixteen at a time where all sixteen products
+/// are finite and below 2^30 in magnitude (the rest, rare, one at a time as
+/// ATen).
 template <typename Q>
 void quantize_span(const float* x, int64_t n, double scale, int64_t zero_point, Q* out) {
   const float inv_scale = 1.0f / static_cast<float>(scale);
   const auto zp = static_cast<float>(zero_point);
   int64_t i = 0;
 #ifdef __SSE2__
-  const __m128 vinv = _mm_set1_ps(inv_scale), vzp = _mm_set1_ps(zp), vlimit = _mm_set1_ps(1073741824.0f);
-  const __m128 vabs = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
-  const __m128i vqmin = _mm_set1_epi32(std::numeric_limits<Q>::min());
-  const __m128i vqmax = _mm_set1_epi32(std::numeric_limits<Q>::max());
-  for (; i + 4 <= n; i += 4) {
-    __m128 p = _mm_mul_ps(_mm_loadu_ps(x + i), vinv);
-    if (_mm_movemask_ps(_mm_cmpnlt_ps(_mm_and_ps(p, vabs), vlimit)) != 0) {  // large, infinite or NaN
-      for (int k = 0; k < 4; ++k) out[i + k] = quantize_one<Q>(inv_scale, zp, x[i + k]);
+  const __m128 vinv = _mm_set1_ps(inv_scale), vzp = _mm_set1_ps(zp);
+  for (; i + 16 <= n; i += 16) {
+    __m128 p0, p1, p2, p3;
+    if (!(scaled4(x + i, vinv, &p0) & scaled4(x + i + 4, vinv, &p1) & scaled4(x + i + 8, vinv, &p2) &
+          scaled4(x + i + 12, vinv, &p3))) {  // large, infinite or NaN
+      for (int k = 0; k < 16; ++k) out[i + k] = quantize_one<Q>(inv_scale, zp, x[i + k]);
       continue;
     }
-    // nearbyint, then zero_point + that in float, then the truncating cast
-    __m128 sum = _mm_add_ps(vzp, _mm_cvtepi32_ps(_mm_cvtps_epi32(p)));
-    __m128i q = _mm_cvttps_epi32(sum);
-    __m128i low = _mm_cmplt_epi32(q, vqmin), high = _mm_cmpgt_epi32(q, vqmax);
-    q = _mm_or_si128(_mm_andnot_si128(low, q), _mm_and_si128(low, vqmin));
-    q = _mm_or_si128(_mm_andnot_si128(high, q), _mm_and_si128(high, vqmax));
-    alignas(16) int32_t lanes[4];
-    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), q);
-    for (int k = 0; k < 4; ++k) out[i + k] = static_cast<Q>(lanes[k]);
+    store16<Q>(rounded4(p0, vzp), rounded4(p1, vzp), rounded4(p2, vzp), rounded4(p3, vzp), out + i);
   }
 #endif
   for (; i < n; ++i) out[i] = quantize_one<Q>(inv_scale, zp, x[i]);

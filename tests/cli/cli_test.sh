@@ -31,7 +31,7 @@ expect_error() {
 }
 
 # --- the allocator: tcmalloc unless built with -DQFX_TCMALLOC=OFF ----------
-if [ "${QFX_TCMALLOC:-ON}" = ON ]; then
+if [ "${QFX_TCMALLOC:-1}" = 1 ]; then  # 1 or 0, from $<BOOL:...> in tests/CMakeLists.txt
   ldd "$qfx" | grep -q 'libtcmalloc_minimal' || fail "qfx is not linked with tcmalloc: $(ldd "$qfx" | grep -i malloc)"
 fi
 

@@ -30,7 +30,7 @@ at::Tensor awkward_weights(at::IntArrayRef shape, double scale, bool non_finite)
 
 TEST(WeightKernels, QuantizePerChannelLikeATen) {
   at::manual_seed(3);
-  const std::vector<std::vector<int64_t>> shapes = {{16, 3, 3, 3}, {7, 5}, {4, 8, 1, 1}, {3, 6, 5, 5}, {33}};
+  const std::vector<std::vector<int64_t>> shapes = {{16, 3, 3, 3}, {7, 5}, {4, 8, 1, 1}, {3, 6, 5, 5}, {33}, {6, 40, 3, 3}};
   for (const auto& shape : shapes) {
     for (int64_t axis = 0; axis < static_cast<int64_t>(shape.size()) && axis < 2; ++axis) {
       for (bool non_finite : {false, true}) {
