@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include <climits>
+#include <string>
 
 #include <dlfcn.h>
 
@@ -15,15 +16,30 @@
 
 namespace qfx {
 
+namespace {
+
+/// The allocators told apart, by a part of the file name of the shared
+/// object that provides `malloc`.
+struct KnownAllocator {
+  const char* file_part;
+  const char* name;
+};
+constexpr KnownAllocator kKnownAllocators[] = {
+    {"tcmalloc", "tcmalloc"}, {"jemalloc", "jemalloc"}, {"mimalloc", "mimalloc"}, {"/libc.so", "glibc"}};
+
+}  // namespace
+
 std::string allocator_name() {
-  // tcmalloc (the qfx programs link it) replaces malloc and accepts mallopt
-  // without acting on it
-  if (dlsym(RTLD_DEFAULT, "tc_malloc") != nullptr) return "tcmalloc";
-#ifdef __GLIBC__
-  return "glibc";
-#else
+  // the malloc this process calls, and the file it comes from (a preloaded
+  // or linked allocator comes before the C library in the lookup order)
+  Dl_info info{};
+  void* malloc_address = dlsym(RTLD_DEFAULT, "malloc");
+  if (malloc_address == nullptr || dladdr(malloc_address, &info) == 0 || info.dli_fname == nullptr) return "other";
+  const std::string file = info.dli_fname;
+  for (const KnownAllocator& known : kKnownAllocators) {
+    if (file.find(known.file_part) != std::string::npos) return known.name;
+  }
   return "other";
-#endif
 }
 
 bool reuse_freed_memory(size_t max_block, size_t keep) {

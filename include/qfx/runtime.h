@@ -12,8 +12,10 @@
 
 namespace qfx {
 
-/// The allocator behind malloc in this process: "tcmalloc" (the qfx programs
-/// link it unless built with `-DQFX_TCMALLOC=OFF`), "glibc" or "other".
+/// The allocator behind malloc in this process, named from the shared object
+/// that provides `malloc`: "tcmalloc" (the qfx programs link it unless built
+/// with `-DQFX_TCMALLOC=OFF`), "jemalloc", "mimalloc" (linked or preloaded),
+/// "glibc", or "other".
 std::string allocator_name();
 
 /// Makes the C allocator keep freed memory for reuse: blocks up to

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -15,9 +16,21 @@
 namespace qfx {
 namespace {
 
+/// The allocator this run of the tests expects: glibc's malloc (qfx_tests
+/// does not link tcmalloc), or QFX_EXPECTED_ALLOCATOR where the test runs
+/// with another one preloaded (tests/CMakeLists.txt: runtime_tcmalloc).
+std::string expected_allocator() {
+  const char* name = std::getenv("QFX_EXPECTED_ALLOCATOR");
+  return name != nullptr ? name : "glibc";
+}
+
+TEST(Runtime, AllocatorIsTheOneBehindMalloc) { EXPECT_EQ(allocator_name(), expected_allocator()); }
+
+TEST(Runtime, ReuseFreedMemoryActsOnGlibcsMallocOnly) {
+  EXPECT_EQ(reuse_freed_memory(), allocator_name() == "glibc");
+}
+
 #ifdef __GLIBC__
-// qfx_tests allocates with glibc's malloc (only qfx's programs link tcmalloc)
-TEST(Runtime, AllocatorIsGlibcsMalloc) { EXPECT_EQ(allocator_name(), "glibc"); }
 
 TEST(Runtime, ReuseFreedMemoryKeepsLargeBlocksInTheHeap) {
   ASSERT_TRUE(reuse_freed_memory(size_t{256} << 20, size_t{1} << 30));
