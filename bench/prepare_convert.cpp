@@ -6,6 +6,8 @@
 //
 //   bench_prepare_convert MODEL.pt INPUT.pt BACKEND REPEATS
 
+#include "pass_seconds.h"
+
 #include "qfx/backend/builtin_backends.h"
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/torchscript_import.h"
@@ -32,19 +34,12 @@ nlohmann::json summary(std::vector<double> times) {
   return {{"median", times[times.size() / 2]}, {"min", times.front()}, {"max", times.back()}};
 }
 
-/// Seconds of the passes `begin`..`end` of `times`, lints included.
-double seconds_of(const std::vector<qfx::passes::PassTime>& times, size_t begin, size_t end) {
-  double total = 0;
-  for (size_t i = begin; i < end; ++i) total += times[i].seconds + times[i].lint_seconds;
-  return total;
-}
-
 /// Median seconds of each pass over the repeats (each repeat appends the same passes).
 nlohmann::json pass_medians(const std::vector<qfx::passes::PassTime>& times, size_t passes) {
   nlohmann::json out = nlohmann::json::object();
   for (size_t p = 0; p < passes; ++p) {
     std::vector<double> each;
-    for (size_t i = p; i < times.size(); i += passes) each.push_back(times[i].seconds + times[i].lint_seconds);
+    for (size_t i = p; i < times.size(); i += passes) each.push_back(pass_seconds(times, i, i + 1));
     out[times[p].pass] = summary(each)["median"];
   }
   return out;
@@ -74,10 +69,10 @@ int main(int argc, char** argv) {
     import_times.push_back(seconds_since(start));
     size_t first = pass_times.size();
     qfx::passes::PassManager().add("fuse").add("insert-observers").time_passes(pass_times).run(*gm, options);
-    prepare_times.push_back(seconds_of(pass_times, first, first + 2));
+    prepare_times.push_back(pass_seconds(pass_times, first, first + 2));
     qfx::ir::Interpreter(*gm).run(inputs);
     qfx::passes::PassManager().add("convert-to-reference").add("lower-to-native").time_passes(pass_times).run(*gm, options);
-    convert_times.push_back(seconds_of(pass_times, first + 2, first + 4));
+    convert_times.push_back(pass_seconds(pass_times, first + 2, first + 4));
     nodes = gm->graph().size();
   }
   nlohmann::json out = {{"import", summary(import_times)},

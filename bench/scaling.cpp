@@ -9,6 +9,8 @@
 //
 //   bench_scaling [NODES ...]   (default: 1000 5000 20000 100000)
 
+#include "pass_seconds.h"
+
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/passes/pass_manager.h"
@@ -58,12 +60,6 @@ std::unique_ptr<qfx::ir::GraphModule> chain(int nodes) {
   return gm;
 }
 
-double total_seconds(const std::vector<qfx::passes::PassTime>& times, size_t begin, size_t end) {
-  double total = 0;
-  for (size_t i = begin; i < end; ++i) total += times[i].seconds + times[i].lint_seconds;
-  return total;
-}
-
 /// `| size | each pass's seconds ... | all lints' seconds |` for the per-pass table.
 std::string pass_row(size_t nodes, const std::vector<qfx::passes::PassTime>& times) {
   std::ostringstream row;
@@ -105,7 +101,7 @@ int main(int argc, char** argv) {
     size_t prepared_nodes = gm->graph().size();
     qfx::ir::Interpreter(*gm).run({at::rand({1, 4, 2, 2})});
     qfx::passes::PassManager().add("convert-to-reference").add("lower-to-native").time_passes(times).run(*gm, options);
-    double prepare = total_seconds(times, 0, 2), convert = total_seconds(times, 2, 4);
+    double prepare = pass_seconds(times, 0, 2), convert = pass_seconds(times, 2, 4);
     std::printf("| %zu | %zu | %.3f | %.3f | %.1f |\n", float_nodes, prepared_nodes, prepare, convert,
                 1e6 * (prepare + convert) / static_cast<double>(float_nodes));
     pass_rows.push_back(pass_row(float_nodes, times));
