@@ -8,6 +8,7 @@
 #include "qfx/ir/module_registry.h"
 
 #include <c10/util/Exception.h>
+#include <typeinfo>
 #include <unordered_map>
 #include <torch/nn/module.h>
 
@@ -16,15 +17,15 @@ namespace {
 
 /// A module that only holds children and tensors (Python's `torch.nn.Module()`).
 /// Keeps its own name index, since LibTorch's accessors copy whole dicts.
-class ContainerImpl : public torch::nn::Module {
+class ContainerImpl final : public torch::nn::Module {
  public:
   ContainerImpl() : Module("torch.nn.Module") {}
 
   /// Adds or replaces a child; a replaced child keeps its place, as Python's
   /// setattr does (and in O(1): unregistering is linear in LibTorch).
   void set_child(const std::string& name, std::shared_ptr<torch::nn::Module> child) {
-    children_[name] = children_.count(name) > 0 ? replace_module(name, std::move(child))
-                                               : register_module(name, std::move(child));
+    auto [it, fresh] = children_.try_emplace(name);
+    it->second = fresh ? register_module(name, std::move(child)) : replace_module(name, std::move(child));
   }
   void remove_child(const std::string& name) {
     unregister_module(name);
@@ -78,18 +79,33 @@ std::pair<std::string, std::string> split_last(const std::string& path) {
   return {path.substr(0, dot), path.substr(dot + 1)};
 }
 
+/// `module` as a ContainerImpl, or null (an exact type test: cheaper than
+/// dynamic_cast on lookups that run once per node and pass).
+const ContainerImpl* as_container(const torch::nn::Module& module) {
+  return typeid(module) == typeid(ContainerImpl) ? static_cast<const ContainerImpl*>(&module) : nullptr;
+}
+
 std::shared_ptr<torch::nn::Module> child_of(const torch::nn::Module& parent,
                                             const std::string& name) {
-  if (const auto* container = dynamic_cast<const ContainerImpl*>(&parent)) {
-    return container->find_child(name);
-  }
+  if (const auto* container = as_container(parent)) return container->find_child(name);
   auto children = parent.named_children();
   const auto* child = children.find(name);
   return child != nullptr ? *child : nullptr;
 }
 
+/// Adds child `name` to `parent`, or replaces it in place.
+void set_child(torch::nn::Module& parent, const std::string& name, std::shared_ptr<torch::nn::Module> child) {
+  if (typeid(parent) == typeid(ContainerImpl)) {
+    static_cast<ContainerImpl&>(parent).set_child(name, std::move(child));
+  } else if (child_of(parent, name) != nullptr) {
+    parent.replace_module(name, std::move(child));
+  } else {
+    parent.register_module(name, std::move(child));
+  }
+}
+
 std::optional<at::Tensor> tensor_of(const torch::nn::Module& owner, const std::string& name) {
-  if (const auto* container = dynamic_cast<const ContainerImpl*>(&owner)) {
+  if (const auto* container = as_container(owner)) {
     const at::Tensor* t = container->find_tensor(name);
     return t != nullptr ? std::optional<at::Tensor>(*t) : std::nullopt;
   }
@@ -121,6 +137,7 @@ void GraphModule::set_graph(std::unique_ptr<Graph> graph) {
 }
 
 std::shared_ptr<torch::nn::Module> GraphModule::find_submodule(const std::string& path) const {
+  if (!path.empty() && path.find('.') == std::string::npos) return child_of(*root_, path);  // most targets
   std::shared_ptr<torch::nn::Module> module = root_;
   size_t start = 0;
   while (module != nullptr && start < path.size()) {
@@ -140,24 +157,14 @@ std::shared_ptr<torch::nn::Module> GraphModule::get_submodule(const std::string&
 
 void GraphModule::add_submodule(const std::string& path, std::shared_ptr<torch::nn::Module> module) {
   TORCH_CHECK(!path.empty(), "add_submodule: empty path");
+  if (path.find('.') == std::string::npos) return set_child(*root_, path, std::move(module));
   auto [parent_path, name] = split_last(path);
-  std::shared_ptr<torch::nn::Module> parent = root_;
-  if (!parent_path.empty()) {
+  std::shared_ptr<torch::nn::Module> parent = find_submodule(parent_path);
+  if (parent == nullptr) {
+    add_submodule(parent_path, make_container_module());
     parent = find_submodule(parent_path);
-    if (parent == nullptr) {
-      add_submodule(parent_path, make_container_module());
-      parent = find_submodule(parent_path);
-    }
   }
-  if (auto* container = dynamic_cast<ContainerImpl*>(parent.get())) {
-    container->set_child(name, std::move(module));
-    return;
-  }
-  if (child_of(*parent, name) != nullptr) {
-    parent->replace_module(name, std::move(module));
-  } else {
-    parent->register_module(name, std::move(module));
-  }
+  set_child(*parent, name, std::move(module));
 }
 
 bool GraphModule::delete_submodule(const std::string& path) {

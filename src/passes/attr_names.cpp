@@ -6,7 +6,7 @@
 
 namespace qfx::passes::detail {
 
-ir::Node* AttrNamer::add(std::string prefix, const c10::IValue& value) {
+ir::Node* AttrNamer::add(std::string prefix, c10::IValue value) {
   for (char& c : prefix) {
     if (c == '.') c = '_';
   }
@@ -14,7 +14,11 @@ ir::Node* AttrNamer::add(std::string prefix, const c10::IValue& value) {
   std::string name = prefix + std::to_string(i);
   while (gm_.find_submodule(name) != nullptr || gm_.has_attr(name)) name = prefix + std::to_string(++i);
   ++i;
-  gm_.set_attr(name, value.isTensor() ? c10::IValue(value.toTensor().clone()) : value);
+  if (value.isTensor()) {
+    const at::Tensor& tensor = value.toTensor();
+    if (tensor.use_count() != 1 || tensor.storage().use_count() != 1) value = tensor.clone();
+  }
+  gm_.set_attr(name, std::move(value));
   return gm_.graph().get_attr(name);
 }
 

@@ -15,9 +15,11 @@ namespace qfx::passes::detail {
 class AttrNamer {
  public:
   explicit AttrNamer(ir::GraphModule& gm) : gm_(gm) {}
-  /// Sets a new attribute holding `value` (tensors are cloned) and returns
-  /// a get_attr node for it, inserted where the graph inserts now.
-  ir::Node* add(std::string prefix, const c10::IValue& value);
+  /// Sets a new attribute holding `value` and returns a get_attr node for
+  /// it, inserted where the graph inserts now. Tensors are cloned, as
+  /// PyTorch's create_getattr_from_value does, unless `value` is the only
+  /// holder of the tensor and its storage (a temporary is its own copy).
+  ir::Node* add(std::string prefix, c10::IValue value);
 
  private:
   ir::GraphModule& gm_;

@@ -8,7 +8,7 @@
 #include "qfx/quant/observer_base.h"
 #include "qfx/quant/simple_observers.h"
 
-#include <sstream>
+#include <string>
 
 namespace qfx::passes::detail {
 namespace {
@@ -45,39 +45,41 @@ bool has_eps(const quant::ActivationPostProcess& obs) {
   return dynamic_cast<const quant::UniformObserverBase*>(&obs) != nullptr;
 }
 
-/// "" if the qconfig's observer meets the constraints, else why not.
+/// "" if the qconfig's observer meets the constraints, else why not (no
+/// stream: this runs for every matched node and dtype config).
 std::string constraint_violation(const quant::ObserverSpec& spec, const DTypeWithConstraints& limits,
                                  const char* what) {
   if (!limits.dtype) return "";
   std::shared_ptr<quant::ActivationPostProcess> app = spec.prototype();
   if (app->dtype() != *limits.dtype) return "";
   const quant::ActivationPostProcess& obs = observer_of(*app);
-  std::ostringstream why;
+  auto observer = [&] { return std::string(what) + " observer " + spec.short_type(); };
   if (limits.quant_min_lower_bound && limits.quant_max_upper_bound) {
     auto [qmin, qmax] = obs.quant_range();
-    if (!has_quant_range(obs)) {
-      why << what << " observer " << spec.short_type() << " must specify quant_min and quant_max";
-    } else if (qmin < *limits.quant_min_lower_bound || qmax > *limits.quant_max_upper_bound) {
-      why << what << " quantization range (" << qmin << ", " << qmax << ") must fall within the backend's ("
-          << *limits.quant_min_lower_bound << ", " << *limits.quant_max_upper_bound << ")";
+    if (!has_quant_range(obs)) return observer() + " must specify quant_min and quant_max";
+    if (qmin < *limits.quant_min_lower_bound || qmax > *limits.quant_max_upper_bound) {
+      return std::string(what) + " quantization range (" + std::to_string(qmin) + ", " + std::to_string(qmax) +
+             ") must fall within the backend's (" + std::to_string(*limits.quant_min_lower_bound) + ", " +
+             std::to_string(*limits.quant_max_upper_bound) + ")";
     }
   }
-  if (why.str().empty() && limits.scale_min_lower_bound) {
-    if (!has_eps(obs)) {
-      why << what << " observer " << spec.short_type() << " must specify eps";
-    } else if (obs.eps() < *limits.scale_min_lower_bound) {
-      why << what << " eps (" << ir::python_float_repr(obs.eps()) << ") must be >= the backend's min scale ("
-          << ir::python_float_repr(*limits.scale_min_lower_bound) << ")";
+  if (limits.scale_min_lower_bound) {
+    if (!has_eps(obs)) return observer() + " must specify eps";
+    if (obs.eps() < *limits.scale_min_lower_bound) {
+      return std::string(what) + " eps (" + ir::python_float_repr(obs.eps()) + ") must be >= the backend's min scale (" +
+             ir::python_float_repr(*limits.scale_min_lower_bound) + ")";
     }
   }
-  if (why.str().empty() && (limits.scale_exact_match || limits.zero_point_exact_match)) {
+  if (limits.scale_exact_match || limits.zero_point_exact_match) {
+    // PyTorch asks for a fixed-qparams observer before it reads any qparams
+    if (!app->has_fixed_qparams()) return observer() + " must have the backend's fixed qparams";
     quant::QParams qparams = app->calculate_qparams();
-    bool fixed = app->has_fixed_qparams() &&
-                 (!limits.scale_exact_match || qparams.scale.item<double>() == *limits.scale_exact_match) &&
-                 (!limits.zero_point_exact_match || qparams.zero_point.item<int64_t>() == *limits.zero_point_exact_match);
-    if (!fixed) why << what << " observer " << spec.short_type() << " must have the backend's fixed qparams";
+    if ((limits.scale_exact_match && qparams.scale.item<double>() != *limits.scale_exact_match) ||
+        (limits.zero_point_exact_match && qparams.zero_point.item<int64_t>() != *limits.zero_point_exact_match)) {
+      return observer() + " must have the backend's fixed qparams";
+    }
   }
-  return why.str();
+  return "";
 }
 
 std::string input_violation(const ir::Node& node, const ir::Argument& arg, const DtypeInfo& info,

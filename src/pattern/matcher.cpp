@@ -48,18 +48,27 @@ std::string op_name_of(const ir::Node& node, const ir::GraphModule& gm) {
   }
 }
 
-bool op_matches(const PatternOp& op, const ir::Node& node, const ir::GraphModule& gm) {
-  switch (op.kind) {
-    case OpKind::kModule:
-      return node.op() == ir::Opcode::kCallModule && op_name_of(node, gm) == op.name;
-    case OpKind::kFunction:
-      return node.op() == ir::Opcode::kCallFunction && canonical_op_name(node.target()) == op.name;
-    case OpKind::kMethod:
-      return node.op() == ir::Opcode::kCallMethod && node.target() == op.name;
-    case OpKind::kAny:
-      return true;
+namespace {
+
+/// The opcode of the nodes that run an op of `kind` (none for MatchAllNode).
+std::optional<ir::Opcode> opcode_of(OpKind kind) {
+  switch (kind) {
+    case OpKind::kModule: return ir::Opcode::kCallModule;
+    case OpKind::kFunction: return ir::Opcode::kCallFunction;
+    case OpKind::kMethod: return ir::Opcode::kCallMethod;
+    case OpKind::kAny: break;
   }
-  return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool op_matches(const PatternOp& op, const ir::Node& node, const ir::GraphModule& gm) {
+  return op.is_any() || (node.op() == opcode_of(op.kind) && op_name_of(node, gm) == op.name);
+}
+
+bool op_matches_named(const PatternOp& op, const ir::Node& node, const std::string& node_op_name) {
+  return op.is_any() || (node.op() == opcode_of(op.kind) && node_op_name == op.name);
 }
 
 std::optional<PatternMatch> match_at(const Pattern& pattern, ir::Node& node, const ir::GraphModule& gm) {

@@ -95,6 +95,7 @@ ObserverSpec::ObserverSpec(std::string type, SpecArgs args) : args_(std::move(ar
   auto qualified = ObserverRegistry::instance().resolve(type);
   TORCH_CHECK(qualified.has_value(), "unknown observer class '", type, "'");
   type_ = *qualified;
+  repr_ = make_repr();
 }
 
 std::string ObserverSpec::short_type() const { return type_.substr(type_.rfind('.') + 1); }
@@ -130,15 +131,14 @@ std::shared_ptr<ActivationPostProcess> ObserverSpec::prototype() const {
   // keyed by repr: a class is registered once, so a repr always makes the same
   static std::mutex mutex;
   static std::unordered_map<std::string, std::shared_ptr<ActivationPostProcess>> made;
-  std::string key = repr();
   {
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = made.find(key);
+    auto it = made.find(repr_);
     if (it != made.end()) return it->second;
   }
   std::shared_ptr<ActivationPostProcess> fresh = make();
   std::lock_guard<std::mutex> lock(mutex);
-  return made.emplace(std::move(key), std::move(fresh)).first->second;
+  return made.emplace(repr_, std::move(fresh)).first->second;
 }
 
 bool ObserverSpec::operator==(const ObserverSpec& other) const {
@@ -150,7 +150,7 @@ bool ObserverSpec::operator==(const ObserverSpec& other) const {
   return true;
 }
 
-std::string ObserverSpec::repr() const {
+std::string ObserverSpec::make_repr() const {
   if (args_.empty()) return short_type();
   std::string out = short_type() + ".with_args(";
   for (size_t i = 0; i < args_.size(); ++i) out += (i ? ", " : "") + args_[i].first + "=" + args_[i].second.repr();

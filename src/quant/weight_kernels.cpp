@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -109,20 +110,33 @@ void quantize_span(const float* x, int64_t n, double scale, int64_t zero_point, 
   for (; i < n; ++i) out[i] = quantize_one<Q>(inv_scale, zp, x[i]);
 }
 
+/// The elements of the 1-d `t` as T, as `t.to(T)` gives them (read in place
+/// for the dtypes qparams come in: no dispatch per module for small weights).
+template <typename T>
+std::vector<T> values_as(const at::Tensor& t) {
+  at::Tensor c = t.contiguous();
+  auto copy = [&](const auto* data) { return std::vector<T>(data, data + c.numel()); };
+  switch (c.scalar_type()) {
+    case at::kFloat: return copy(c.data_ptr<float>());
+    case at::kDouble: return copy(c.data_ptr<double>());
+    case at::kLong: return copy(c.data_ptr<int64_t>());
+    case at::kInt: return copy(c.data_ptr<int32_t>());
+    default: return values_as<T>(c.to(c10::CppTypeToScalarType<T>::value));
+  }
+}
+
 template <typename QInt>
 at::Tensor quantize_typed(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& zero_points,
-                             int64_t axis, c10::ScalarType dtype) {
+                          const std::vector<int64_t>& zd, int64_t axis, c10::ScalarType dtype) {
   using Q = typename QInt::underlying;
-  at::Tensor s = scales.to(at::kDouble).contiguous();
-  at::Tensor z = zero_points.to(at::kLong).contiguous();
-  at::Tensor out = at::_empty_per_channel_affine_quantized(x.sizes(), s, z, axis, at::device(at::kCPU).dtype(dtype));
+  const std::vector<double> sd = values_as<double>(scales);
+  at::Tensor out = at::_empty_per_channel_affine_quantized(x.sizes(), scales, zero_points, axis,
+                                                           at::device(at::kCPU).dtype(dtype));
   const int64_t channels = x.size(axis);
   const int64_t batches = c10::size_to_dim_(axis, x.sizes());
   const int64_t elements = c10::size_from_dim_(axis + 1, x.sizes());
   const float* in = x.data_ptr<float>();
   Q* q = reinterpret_cast<Q*>(out.data_ptr<QInt>());
-  const double* sd = s.data_ptr<double>();
-  const int64_t* zd = z.data_ptr<int64_t>();
   at::parallel_for(0, batches * channels, std::max<int64_t>(1, 32768 / std::max<int64_t>(elements, 1)),
                    [&](int64_t first, int64_t last) {
                      for (int64_t bc = first; bc < last; ++bc) {
@@ -133,9 +147,8 @@ at::Tensor quantize_typed(const at::Tensor& x, const at::Tensor& scales, const a
   return out;
 }
 
-bool zero_points_fit(const at::Tensor& zero_points, int64_t qmin, int64_t qmax) {
-  at::Tensor z = zero_points.to(at::kLong);
-  return z.numel() == 0 || (z.min().item<int64_t>() >= qmin && z.max().item<int64_t>() <= qmax);
+bool all_within(const std::vector<int64_t>& values, int64_t lo, int64_t hi) {
+  return std::all_of(values.begin(), values.end(), [&](int64_t v) { return v >= lo && v <= hi; });
 }
 
 }  // namespace
@@ -156,15 +169,20 @@ std::pair<at::Tensor, at::Tensor> row_aminmax(const at::Tensor& rows_in) {
 
 at::Tensor quantize_channels(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& zero_points,
                                 int64_t axis, c10::ScalarType dtype) {
-  const bool simple = x.scalar_type() == at::kFloat && x.device().is_cpu() && x.is_contiguous() && x.dim() > 0 &&
+  const bool simple = x.scalar_type() == at::kFloat && x.device().is_cpu() && scales.device().is_cpu() &&
+                      zero_points.device().is_cpu() && x.is_contiguous() && x.dim() > 0 &&
                       axis >= 0 && axis < x.dim() && scales.dim() == 1 && zero_points.dim() == 1 &&
                       !at::isFloatingType(zero_points.scalar_type()) &&  // float qparams: ATen
                       scales.numel() == x.size(axis) && zero_points.numel() == x.size(axis);
-  if (simple && dtype == at::kQInt8 && zero_points_fit(zero_points, -128, 127)) {
-    return quantize_typed<c10::qint8>(x, scales, zero_points, axis, dtype);
+  if (!simple || (dtype != at::kQInt8 && dtype != at::kQUInt8)) {
+    return at::quantize_per_channel(x, scales, zero_points, axis, dtype);
   }
-  if (simple && dtype == at::kQUInt8 && zero_points_fit(zero_points, 0, 255)) {
-    return quantize_typed<c10::quint8>(x, scales, zero_points, axis, dtype);
+  const std::vector<int64_t> zd = values_as<int64_t>(zero_points);
+  if (dtype == at::kQInt8 && all_within(zd, -128, 127)) {
+    return quantize_typed<c10::qint8>(x, scales, zero_points, zd, axis, dtype);
+  }
+  if (dtype == at::kQUInt8 && all_within(zd, 0, 255)) {
+    return quantize_typed<c10::quint8>(x, scales, zero_points, zd, axis, dtype);
   }
   return at::quantize_per_channel(x, scales, zero_points, axis, dtype);
 }

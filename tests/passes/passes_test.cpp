@@ -1,6 +1,7 @@
 // Passes in IR: the registry and PassManager, and insert-observers' rules
 // that the oracle cases do not reach (rejections with their warnings).
 
+#include "qfx/backend/backend_json.h"
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/parser.h"
 #include "qfx/passes/pass_manager.h"
@@ -9,6 +10,7 @@
 
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
@@ -101,6 +103,40 @@ TEST(InsertObservers, FixedQParamsOpWithoutItsObserverStaysFloatWithAWarning) {
   EXPECT_NE(warnings.messages[0].find("%sigmoid (torch.nn.Sigmoid) stays float: the fixed-qparams op needs"),
             std::string::npos)
       << warnings.messages[0];
+}
+
+/// The warnings insert-observers gives for linear -> sigmoid under onednn's
+/// default qconfig (quant range 0..255, eps float32's) with a backend that
+/// runs torch.nn.Linear only under `input_constraints`.
+std::string constraint_warning(const std::string& input_constraints) {
+  auto gm = linear_sigmoid();
+  PassOptions options = global_qconfig(quant::get_default_qconfig("onednn"));
+  options.backend_config = std::make_shared<backend::BackendConfig>(backend::backend_config_from_json(nlohmann::json::parse(
+      R"({"name": "strict", "configs": [{"pattern": "torch.nn.Linear", "observation_type":
+          "OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT", "dtype_configs": [{"input_dtype": )" +
+      input_constraints + R"(, "output_dtype": "torch.quint8", "weight_dtype": "torch.qint8",
+          "bias_dtype": "torch.float32"}]}]})")));
+  WarningCollector warnings;
+  insert_observers(*gm, options);
+  std::string all;
+  for (const std::string& message : warnings.messages) all += message + "\n";
+  return all;
+}
+
+TEST(InsertObservers, ObserverOutsideTheBackendsConstraintsStaysFloatWithTheReason) {
+  EXPECT_NE(constraint_warning(R"({"dtype": "torch.quint8", "quant_min_lower_bound": 0, "quant_max_upper_bound": 127})")
+                .find("%linear (torch.nn.Linear) stays float: activation quantization range (0, 255) must fall "
+                      "within the backend's (0, 127)"),
+            std::string::npos);
+  EXPECT_NE(constraint_warning(R"({"dtype": "torch.quint8", "scale_min_lower_bound": 0.5})")
+                .find("stays float: activation eps (1.1920928955078125e-07) must be >= the backend's min scale (0.5)"),
+            std::string::npos);
+  EXPECT_EQ(constraint_warning(R"({"dtype": "torch.quint8", "scale_exact_match": 0.00390625,
+                                   "zero_point_exact_match": 0})"),
+            "prepare: %linear (torch.nn.Linear) stays float: activation observer HistogramObserver must have the "
+            "backend's fixed qparams\n");  // and no HistogramObserver warning about missing data
+  EXPECT_EQ(constraint_warning(R"({"dtype": "torch.quint8", "quant_min_lower_bound": 0, "quant_max_upper_bound": 255})"),
+            "");
 }
 
 TEST(InsertObservers, ConvTransposeWithPerChannelWeightsStaysFloat) {

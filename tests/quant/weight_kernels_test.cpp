@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 namespace qfx::quant::detail {
 namespace {
@@ -39,9 +40,14 @@ TEST(WeightKernels, QuantizePerChannelLikeATen) {
         at::Tensor w = awkward_weights(shape, scales[0].item<double>(), non_finite);
         at::Tensor zeros = at::zeros({channels}, at::kLong);
         at::Tensor zps = at::randint(0, 256, {channels}, at::kLong);
-        for (auto [dtype, zp] : {std::pair{at::kQInt8, zeros}, std::pair{at::kQUInt8, zps}}) {
-          at::Tensor ours = quantize_channels(w, scales, zp, axis, dtype);
-          at::Tensor theirs = at::quantize_per_channel(w, scales, zp, axis, dtype);
+        // qparams as observers give them (float32 / int64) and as ATen keeps them (float64)
+        for (auto [dtype, zp, scale_dtype] : {std::tuple{at::kQInt8, zeros, at::kDouble},
+                                              std::tuple{at::kQUInt8, zps, at::kDouble},
+                                              std::tuple{at::kQInt8, zeros.to(at::kInt), at::kFloat},
+                                              std::tuple{at::kQUInt8, zps, at::kFloat}}) {
+          at::Tensor s = scales.to(scale_dtype);
+          at::Tensor ours = quantize_channels(w, s, zp, axis, dtype);
+          at::Tensor theirs = at::quantize_per_channel(w, s, zp, axis, dtype);
           ASSERT_TRUE(at::equal(ours.int_repr(), theirs.int_repr()))
               << "shape " << at::IntArrayRef(shape) << " axis " << axis << " dtype " << dtype;
           ASSERT_TRUE(at::equal(ours.q_per_channel_scales(), theirs.q_per_channel_scales()));

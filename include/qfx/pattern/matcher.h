@@ -36,6 +36,10 @@ std::string op_name_of(const ir::Node& node, const ir::GraphModule& gm);
 /// True when `op` (not MatchAllNode) is what `node` runs.
 bool op_matches(const PatternOp& op, const ir::Node& node, const ir::GraphModule& gm);
 
+/// op_matches for a node whose op_name_of is `node_op_name`: for trying many
+/// patterns at one node with one module lookup.
+bool op_matches_named(const PatternOp& op, const ir::Node& node, const std::string& node_op_name);
+
 /// The match of `pattern` with its output at `node`, or nullopt.
 std::optional<PatternMatch> match_at(const Pattern& pattern, ir::Node& node, const ir::GraphModule& gm);
 

@@ -108,11 +108,14 @@ class ObserverSpec {
   bool operator!=(const ObserverSpec& other) const { return !(*this == other); }
 
   /// `HistogramObserver.with_args(reduce_range=True)`.
-  std::string repr() const;
+  const std::string& repr() const { return repr_; }
 
  private:
+  std::string make_repr() const;
+
   std::string type_;
   SpecArgs args_;
+  std::string repr_;  // made once: prototype() looks instances up by it
 };
 
 /// Typed access to a spec's arguments for a factory; errors name the class
