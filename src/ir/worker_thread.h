@@ -139,4 +139,13 @@ std::vector<Ahead<T>> compute_ahead(size_t count, const std::function<T(size_t)>
 /// threads than ATen's intra-op threads.
 bool idle_core_available();
 
+/// Lets go of `held` on the worker thread when a core is idle (else here):
+/// the destructors of what it was the last owner of (modules a pass replaced
+/// or dropped, with their weights) run beside the caller's work.
+template <typename T>
+void release_beside(T held) {
+  if (!idle_core_available()) return;  // released here, on return
+  WorkerThread::instance().submit([held = std::move(held)]() mutable { held = T(); }, 0, "releasing modules");
+}
+
 }  // namespace qfx::ir::detail

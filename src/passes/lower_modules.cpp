@@ -27,7 +27,7 @@ void lower_static_weighted_modules(Lowering& l) {
     const ModuleLowering* row = find_module_lowering(static_module_lowerings(), *l.module(m->ref));
     auto quantized = l.make_quantized(*m->ref, row->quantized_type, output_qparams(l, *m->q));
     if (!quantized) continue;
-    l.gm.add_submodule(m->ref->target(), quantized);
+    l.swap_in(m->ref->target(), quantized);
     ir::Node* dq = m->ref->args()[0].to_node();
     m->ref->replace_input_with(dq, dq->args()[0].to_node());
     ir::Node* scale = m->q->args()[1].to_node();
@@ -55,7 +55,7 @@ void lower_dynamic_weighted_modules(Lowering& l) {
     if (compute != c10::kQUInt8 && compute != c10::kQInt8 && compute != c10::kHalf) continue;
     auto quantized = l.make_quantized(*node, row->quantized_type, std::nullopt);
     if (!quantized) continue;
-    l.gm.add_submodule(node->target(), quantized);
+    l.swap_in(node->target(), quantized);
     node->replace_input_with(dq, input_q->args()[0].to_node());
     l.changed = true;
   }
@@ -68,7 +68,7 @@ void lower_weight_only_modules(Lowering& l) {
     if (row == nullptr) continue;
     auto quantized = l.make_quantized(*node, row->quantized_type, std::nullopt);
     if (!quantized) continue;
-    l.gm.add_submodule(node->target(), quantized);
+    l.swap_in(node->target(), quantized);
     l.changed = true;
   }
 }

@@ -83,7 +83,7 @@ bool swap_special_module(Lowering& l, ir::Node& ref, const ir::Node& q) {
   if (row == nullptr) return true;
   auto quantized = l.make_quantized(ref, row->quantized_type, output_qparams(l, q));
   if (!quantized) return false;
-  l.gm.add_submodule(ref.target(), quantized);
+  l.swap_in(ref.target(), quantized);
   return true;
 }
 

@@ -77,6 +77,7 @@ bool lower_to_native(ir::GraphModule& gm, const PassOptions& options) {
   detail::fold_weights(l);
   gm.graph().eliminate_dead_code();
   if (options.explain != nullptr) detail::explain_leftovers(l);
+  l.release_replaced();
   gm.rebuild_module_tree();
   return l.changed;
 }

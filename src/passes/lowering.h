@@ -50,8 +50,16 @@ struct Lowering {
   /// Drops the prebuilt modules make_quantized was not asked for.
   void forget_prebuilt() { prebuilt_.clear(); }
 
+  /// Puts `quantized` at `target` in place of its reference module, which
+  /// is kept until release_replaced().
+  void swap_in(const std::string& target, std::shared_ptr<torch::nn::Module> quantized);
+  /// Lets go of the replaced reference modules (on the worker thread when a
+  /// core is idle: their weights are most of what convert frees).
+  void release_replaced() { ir::detail::release_beside(std::move(replaced_)); }
+
  private:
   std::map<const ir::Node*, Build> prebuilt_;
+  std::vector<std::shared_ptr<torch::nn::Module>> replaced_;
 };
 
 /// dequantize - op - quantize_per_tensor (op possibly followed by a relu).

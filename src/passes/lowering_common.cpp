@@ -15,6 +15,11 @@ std::shared_ptr<torch::nn::Module> Lowering::module(const ir::Node* node) const 
   return gm.find_submodule(node->target());
 }
 
+void Lowering::swap_in(const std::string& target, std::shared_ptr<torch::nn::Module> quantized) {
+  replaced_.push_back(gm.get_submodule(target));
+  gm.add_submodule(target, std::move(quantized));
+}
+
 namespace {
 
 bool same_output(const std::optional<nn::OutputQParams>& a, const std::optional<nn::OutputQParams>& b) {
