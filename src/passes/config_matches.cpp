@@ -24,9 +24,9 @@ std::optional<std::pair<const backend::BackendPatternConfig*, pattern::PatternMa
     const std::vector<const backend::BackendPatternConfig*>& configs, ir::Node& node, const ir::GraphModule& gm) {
   const std::string op_name = pattern::op_name_of(node, gm);
   for (const backend::BackendPatternConfig* config : configs) {
-    const pattern::Pattern& pattern = config->pattern();
-    if (pattern.empty() || !pattern::op_matches_named(pattern.root().op, node, op_name)) continue;
-    if (std::optional<pattern::PatternMatch> match = pattern::match_at(config->pattern(), node, gm)) {
+    const pattern::Pattern& candidate = config->pattern();
+    if (candidate.empty() || !pattern::op_matches_named(candidate.root().op, node, op_name)) continue;
+    if (std::optional<pattern::PatternMatch> match = pattern::match_at(candidate, node, gm)) {
       return std::make_pair(config, std::move(*match));
     }
   }

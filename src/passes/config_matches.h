@@ -16,7 +16,8 @@ namespace qfx::passes::detail {
 std::vector<const backend::BackendPatternConfig*> configs_in_match_order(
     const backend::BackendConfig& backend, const std::function<bool(const backend::BackendPatternConfig&)>& keep = {});
 
-/// The first of `configs` whose pattern matches with its output at `node`.
+/// The first of `configs` whose pattern matches with its output at `node`
+/// (the node's op is looked up once; configs with another output op are skipped).
 std::optional<std::pair<const backend::BackendPatternConfig*, pattern::PatternMatch>> first_match(
     const std::vector<const backend::BackendPatternConfig*>& configs, ir::Node& node, const ir::GraphModule& gm);
 

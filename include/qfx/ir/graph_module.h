@@ -88,7 +88,8 @@ class GraphModule {
   /// Rebuilds the module tree from the graph, as Python's
   /// `GraphModule(root, graph)` does after a pass: only the submodules and
   /// attributes the graph refers to are kept, in the order of first use,
-  /// under fresh `Module()` parents. Modules and tensors are shared, not copied.
+  /// under fresh `Module()` parents. Modules and tensors are shared, not copied;
+  /// the ones left out are released on qfx's worker thread when a core is idle.
   void rebuild_module_tree();
 
  private:
