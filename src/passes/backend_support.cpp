@@ -71,13 +71,13 @@ std::string constraint_violation(const quant::ObserverSpec& spec, const DTypeWit
     }
   }
   if (limits.scale_exact_match || limits.zero_point_exact_match) {
+    auto backends_qparams = [&] {
+      quant::QParams qparams = app->calculate_qparams();
+      return (!limits.scale_exact_match || qparams.scale.item<double>() == *limits.scale_exact_match) &&
+             (!limits.zero_point_exact_match || qparams.zero_point.item<int64_t>() == *limits.zero_point_exact_match);
+    };
     // PyTorch asks for a fixed-qparams observer before it reads any qparams
-    if (!app->has_fixed_qparams()) return observer() + " must have the backend's fixed qparams";
-    quant::QParams qparams = app->calculate_qparams();
-    if ((limits.scale_exact_match && qparams.scale.item<double>() != *limits.scale_exact_match) ||
-        (limits.zero_point_exact_match && qparams.zero_point.item<int64_t>() != *limits.zero_point_exact_match)) {
-      return observer() + " must have the backend's fixed qparams";
-    }
+    if (!app->has_fixed_qparams() || !backends_qparams()) return observer() + " must have the backend's fixed qparams";
   }
   return "";
 }
