@@ -70,7 +70,7 @@ nlohmann::json weight_qparams(const ir::GraphModule& gm, const ir::Node& n, cons
 /// The report entry of a node present in the prepared graph.
 nlohmann::json entry(const ir::GraphModule& gm, const ir::Node& n) {
   nlohmann::json j;
-  quant::QConfigAny qconfig = passes::node_qconfig(n);
+  const quant::QConfigAny& qconfig = passes::node_qconfig(n);
   bool observed = passes::node_is_observed(n);
   std::string mode = observed && qconfig ? mode_of(*qconfig) : "none";
   j["quantized"] = mode != "none";

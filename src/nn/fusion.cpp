@@ -4,6 +4,7 @@
 
 #include "qfx/nn/fusion.h"
 
+#include "fold_loops.h"
 #include "qfx/ir/module_registry.h"
 
 #include <ATen/ATen.h>
@@ -165,6 +166,9 @@ std::pair<at::Tensor, at::Tensor> fuse_conv_bn_weights(const at::Tensor& conv_w,
                                                        const at::Tensor& bn_rm, const at::Tensor& bn_rv,
                                                        double bn_eps, const at::Tensor& bn_w,
                                                        const at::Tensor& bn_b, bool transpose) {
+  if (auto folded = detail::fold_conv_bn_loops(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose ? 1 : 0)) {
+    return *std::move(folded);
+  }
   at::Tensor b = conv_b.defined() ? conv_b : at::zeros_like(bn_rm);
   at::Tensor gamma = bn_w.defined() ? bn_w : at::ones_like(bn_rm);
   at::Tensor beta = bn_b.defined() ? bn_b : at::zeros_like(bn_rm);

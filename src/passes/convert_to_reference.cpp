@@ -173,7 +173,7 @@ WeightedConversion weighted_conversion(const ir::GraphModule& gm, const ir::Node
     module = qat->to_float();
     conversion.float_module = module;
   }
-  quant::QConfigAny qconfig = node_qconfig(node);
+  const quant::QConfigAny& qconfig = node_qconfig(node);
   if (!qconfig || !node_is_observed(node) || !weight_is_quantized(*qconfig)) return conversion;
   const backend::BackendPatternConfig* config = module_config(backend, ir::module_type_name(*module));
   if (!config || !supported_by_dtype_configs(*qconfig, config->dtype_configs())) return conversion;
@@ -314,7 +314,7 @@ void convert_standalone(ir::GraphModule& gm, ir::Node& node, nn::NestedGraphModu
 /// for its quantized class (from_observed, with its output observer).
 void convert_custom_module(ir::GraphModule& gm, ir::Node& node, const torch::nn::Module& observed,
                            const CustomModuleMapping& mapping, QuantizedOutputs& quantized) {
-  quant::QConfigAny qconfig = node_qconfig(node);
+  const quant::QConfigAny& qconfig = node_qconfig(node);
   TORCH_CHECK(qconfig, "convert: custom module %", node.name(), " has no qconfig (was it prepared?)");
   if (quant::activation_is_statically_quantized(*qconfig)) {
     quantized.insert(&node);

@@ -18,8 +18,9 @@ inline constexpr const char* kObservedMeta = "observed";
 /// qconfig stays float (the backend cannot honour it).
 inline constexpr const char* kFloatReasonMeta = "float_reason";
 
-/// The qconfig insert-observers gave `node` (nullopt if none or not prepared).
-quant::QConfigAny node_qconfig(const ir::Node& node);
+/// The qconfig insert-observers gave `node` (nullopt if none or not
+/// prepared), as kept in its meta: valid while that entry stays.
+const quant::QConfigAny& node_qconfig(const ir::Node& node);
 /// True when insert-observers resolved a None qconfig for `node` (PyTorch's
 /// has_none_qconfig / should_skip_lowering); false for nodes it never saw.
 bool node_has_none_qconfig(const ir::Node& node);
