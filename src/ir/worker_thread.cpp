@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <utility>
@@ -132,6 +133,57 @@ void share(size_t count, const std::function<void(size_t)>& fn) {
     throw;
   }
   worker.drain();
+}
+
+BesideRun::BesideRun(size_t count, std::function<void(size_t)> fn)
+    : fn_(std::move(fn)), count_(count), states_(new std::atomic<uint8_t>[count]) {
+  for (size_t i = 0; i < count; ++i) states_[i] = kFree;
+  if (count < 2 || !idle_core_available()) return;  // the caller computes each item as it takes it
+  worker_running_ = true;
+  auto over = std::make_shared<RunOver>(this);
+  WorkerThread::instance().submit([this, over] { worker_run(); }, 0, "");
+}
+
+BesideRun::~BesideRun() {
+  stop_ = true;
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return !worker_running_; });
+}
+
+BesideRun::RunOver::~RunOver() {
+  std::lock_guard<std::mutex> lock(run->mutex_);  // notified under the lock: the waiter may destroy `run` next
+  run->worker_running_ = false;
+  run->changed_.notify_all();
+}
+
+bool BesideRun::claim(size_t i) {
+  uint8_t free = kFree;
+  return states_[i].compare_exchange_strong(free, kRunning);
+}
+
+void BesideRun::run_claimed(size_t i) {
+  fn_(i);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    states_[i] = kDone;
+  }
+  changed_.notify_all();
+}
+
+void BesideRun::worker_run() {
+  for (size_t i = 0; i < count_ && !stop_; ++i) {
+    if (claim(i)) run_claimed(i);
+  }
+}
+
+void BesideRun::finish(size_t i) {
+  if (claim(i)) return run_claimed(i);
+  // the worker is on it: rather than sleep, do the next free item meanwhile
+  for (help_from_ = std::max(help_from_, i + 1); states_[i] != kDone && help_from_ < count_; ++help_from_) {
+    if (claim(help_from_)) run_claimed(help_from_);
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return states_[i] == kDone; });
 }
 
 bool idle_core_available() {

@@ -12,11 +12,14 @@
 #include <ATen/ThreadLocalState.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <cstddef>
 #include <deque>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -138,6 +141,86 @@ std::vector<Ahead<T>> compute_ahead(size_t count, const std::function<T(size_t)>
 /// Whether an idle core is there for the worker thread: more hardware
 /// threads than ATen's intra-op threads.
 bool idle_core_available();
+
+/// The bookkeeping of Beside: items free, running or done, and the worker
+/// thread's run through them in order.
+class BesideRun {
+ public:
+  /// Starts the worker thread on fn(0) ... fn(count - 1), in order, when a
+  /// core is idle. fn must not throw.
+  BesideRun(size_t count, std::function<void(size_t)> fn);
+  /// Stops the worker at its next item and waits for the item it is on.
+  ~BesideRun();
+  BesideRun(const BesideRun&) = delete;
+  BesideRun& operator=(const BesideRun&) = delete;
+
+  /// Returns once fn(i) has run: runs it here if nobody has started it,
+  /// else runs the next free items here until the worker has finished it.
+  void finish(size_t i);
+
+ private:
+  enum State : uint8_t { kFree, kRunning, kDone };
+  /// Marks the worker's run over (run to the end, stopped, or dropped
+  /// unrun by a worker that holds an earlier task's error).
+  struct RunOver {
+    explicit RunOver(BesideRun* over) : run(over) {}
+    RunOver(const RunOver&) = delete;
+    RunOver& operator=(const RunOver&) = delete;
+    ~RunOver();
+    BesideRun* run;
+  };
+  bool claim(size_t i);
+  void run_claimed(size_t i);
+  void worker_run();
+
+  std::function<void(size_t)> fn_;
+  size_t count_;
+  std::unique_ptr<std::atomic<uint8_t>[]> states_;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool worker_running_ = false;
+  size_t help_from_ = 0;  // where finish() looks for free items (the taker's only)
+};
+
+/// Results fn(0) ... fn(count - 1) worked out beside the caller: the worker
+/// thread, when a core is idle, goes through them in order while the caller
+/// goes on with its own work (a pass's rewrite); take(i) hands result i over,
+/// computing it on the calling thread if the worker has not started it and
+/// waiting if the worker is on it. fn may only read what the caller leaves
+/// alone until it has taken that result (resolve modules before, not in fn).
+template <typename T>
+class Beside {
+ public:
+  Beside(size_t count, std::function<T(size_t)> fn)
+      : fn_(std::move(fn)), results_(count), run_(count, [this](size_t i) { compute(i); }) {}
+  Beside(const Beside&) = delete;
+  Beside& operator=(const Beside&) = delete;
+
+  size_t size() const { return results_.size(); }
+  /// Result i, once computed: its warnings issued on the calling thread,
+  /// its error raised.
+  const T& take(size_t i) {
+    run_.finish(i);
+    return results_[i].take();
+  }
+
+ private:
+  void compute(size_t i) {
+    Ahead<T>& result = results_[i];
+    result.warnings.keep_during([&] {
+      try {
+        result.value = fn_(i);
+      } catch (...) {
+        result.error = std::current_exception();
+      }
+    });
+  }
+
+  std::function<T(size_t)> fn_;
+  std::vector<Ahead<T>> results_;
+  BesideRun run_;  // last: stopped before the results go
+};
 
 /// Lets go of `held` on the worker thread when a core is idle (else here):
 /// the destructors of what it was the last owner of (modules a pass replaced

@@ -65,7 +65,7 @@ std::string attr_prefix(const ir::Node& observer) {
 /// The quantize node an observer becomes, inserted before it; null when the
 /// observer has no quantized form.
 ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, ActivationPostProcess& obs,
-                        const detail::ObserverQParams& qparams) {
+                        detail::ObserverQParams& qparams) {
   ir::Argument input = observer.args().at(0);
   c10::ScalarType dtype = obs.dtype();
   if (detail::is_static_int8(obs)) {
@@ -96,7 +96,7 @@ ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observe
 using QuantizedOutputs = std::unordered_set<const ir::Node*>;
 
 void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, const QuantizedOutputs& quantized,
-                      const detail::ObserverQParams& qparams) {
+                      detail::ObserverQParams& qparams) {
   if (quantized.count(observer.args().at(0).to_node()) > 0) {  // replace_observer_or_dequant_stub_with_dequantize_node
     ir::Node* dequantize = nullptr;
     {
@@ -153,19 +153,30 @@ const backend::BackendPatternConfig* module_config(const backend::BackendConfig&
   return nullptr;
 }
 
-/// What convert does to a weighted module's node, worked out before any of
-/// it is done: a QAT module's float module (batch norm folded in) goes to
-/// the node's path, and the reference module replaces the module (or the
-/// first part of a fused one). Computing it reads the model only.
+/// What convert does to a weighted module's node, worked out beside the
+/// rewrite: a QAT module's float module (batch norm folded in) goes to the
+/// node's path, and the reference module replaces the module (or the first
+/// part of a fused one). Computing it reads the module only.
 struct WeightedConversion {
   std::shared_ptr<torch::nn::Module> float_module;  // from a QAT module, else null
   std::shared_ptr<torch::nn::Module> reference;     // null when the module stays float
 };
 
-WeightedConversion weighted_conversion(const ir::GraphModule& gm, const ir::Node& node,
-                                       const backend::BackendConfig& backend) {
+/// What a weighted module node's conversion reads of the graph, read before
+/// the rewrite changes it.
+struct WeightedInput {
+  std::shared_ptr<torch::nn::Module> module;
+  const quant::QConfigAny* qconfig;  // the node's, kept in its meta
+  bool observed;
+};
+
+WeightedInput weighted_input(const ir::GraphModule& gm, const ir::Node& node) {
+  return {gm.get_submodule(node.target()), &node_qconfig(node), node_is_observed(node)};
+}
+
+WeightedConversion weighted_conversion(const WeightedInput& input, const backend::BackendConfig& backend) {
   WeightedConversion conversion;
-  std::shared_ptr<torch::nn::Module> module = gm.get_submodule(node.target());
+  std::shared_ptr<torch::nn::Module> module = input.module;
   std::shared_ptr<ActivationPostProcess> weight_observer;
   if (auto qat = std::dynamic_pointer_cast<nn::QatModuleImpl>(module)) {
     // trained weight fake-quant, float module (batch norm folded in)
@@ -173,8 +184,8 @@ WeightedConversion weighted_conversion(const ir::GraphModule& gm, const ir::Node
     module = qat->to_float();
     conversion.float_module = module;
   }
-  const quant::QConfigAny& qconfig = node_qconfig(node);
-  if (!qconfig || !node_is_observed(node) || !weight_is_quantized(*qconfig)) return conversion;
+  const quant::QConfigAny& qconfig = *input.qconfig;
+  if (!qconfig || !input.observed || !weight_is_quantized(*qconfig)) return conversion;
   const backend::BackendPatternConfig* config = module_config(backend, ir::module_type_name(*module));
   if (!config || !supported_by_dtype_configs(*qconfig, config->dtype_configs())) return conversion;
   auto fused = std::dynamic_pointer_cast<nn::FusedModuleImpl>(module);
@@ -185,26 +196,32 @@ WeightedConversion weighted_conversion(const ir::GraphModule& gm, const ir::Node
   return conversion;
 }
 
-/// The weighted module nodes' conversions, computed on the calling thread
-/// and, when a core is idle, the worker thread; errors and warnings kept for
-/// when the rewrite reaches each node.
+/// The weighted module nodes' conversions, worked out beside the rewrite by
+/// the worker thread when a core is idle; errors and warnings kept for when
+/// the rewrite reaches each node.
 class WeightedConversions {
  public:
-  WeightedConversions(const ir::GraphModule& gm, std::vector<const ir::Node*> nodes,
+  WeightedConversions(const ir::GraphModule& gm, const std::vector<const ir::Node*>& nodes,
                       const backend::BackendConfig& backend)
-      : conversions_(ir::detail::compute_ahead<WeightedConversion>(
-            nodes.size(), [&](size_t i) { return weighted_conversion(gm, *nodes[i], backend); })) {
-    for (size_t i = 0; i < nodes.size(); ++i) index_[nodes[i]] = i;
+      : backend_(backend) {
+    for (const ir::Node* node : nodes) {
+      index_[node] = inputs_.size();
+      inputs_.push_back(weighted_input(gm, *node));
+    }
+    conversions_ = std::make_unique<ir::detail::Beside<WeightedConversion>>(
+        inputs_.size(), [this](size_t i) { return weighted_conversion(inputs_[i], backend_); });
   }
-  /// The conversion of `node`: computed ahead, else now.
-  WeightedConversion of(const ir::GraphModule& gm, const ir::Node& node, const backend::BackendConfig& backend) const {
+  /// The conversion of `node`: worked out beside, else now.
+  WeightedConversion of(const ir::GraphModule& gm, const ir::Node& node) {
     auto it = index_.find(&node);
-    return it != index_.end() ? conversions_[it->second].take() : weighted_conversion(gm, node, backend);
+    return it != index_.end() ? conversions_->take(it->second) : weighted_conversion(weighted_input(gm, node), backend_);
   }
 
  private:
-  std::vector<ir::detail::Ahead<WeightedConversion>> conversions_;
+  const backend::BackendConfig& backend_;
+  std::vector<WeightedInput> inputs_;
   std::unordered_map<const ir::Node*, size_t> index_;
+  std::unique_ptr<ir::detail::Beside<WeightedConversion>> conversions_;  // last: stopped first
 };
 
 void convert_weighted_module(ir::GraphModule& gm, const ir::Node& node, const WeightedConversion& conversion) {
@@ -335,17 +352,14 @@ void convert_custom_module(ir::GraphModule& gm, ir::Node& node, const torch::nn:
   gm.add_submodule(node.target(), target.from_observed(observed, *output_observer));
 }
 
-}  // namespace
-
-bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
+/// convert's rewrite of each node, in graph order, with the observers'
+/// qparams and the weighted modules' conversions worked out beside it.
+void convert_nodes(ir::GraphModule& gm, const PassOptions& options, const CustomModuleMapping& custom_classes) {
   const backend::BackendConfig& backend = options.backend();
   AttrNamer attrs(gm);
-  static const CustomModuleMapping kNone;
-  const CustomModuleMapping& custom_classes =
-      options.convert_custom_config ? options.convert_custom_config->observed_to_quantized_custom_module_classes : kNone;
   QuantizedOutputs quantized_outputs;
-  const detail::ObserverQParams qparams(gm);
-  const WeightedConversions weighted(gm, weighted_module_nodes(gm, backend, custom_classes), backend);
+  detail::ObserverQParams qparams(gm);
+  WeightedConversions weighted(gm, weighted_module_nodes(gm, backend, custom_classes), backend);
   int64_t placeholders = 0;
   for (ir::Node* node : gm.graph().node_list()) {
     if (node->op() == ir::Opcode::kPlaceholder) {
@@ -364,10 +378,19 @@ bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
       } else if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {
         convert_standalone(gm, *node, *sm, options);
       } else if (is_weighted_module(backend, *gm.get_submodule(node->target()))) {
-        convert_weighted_module(gm, *node, weighted.of(gm, *node, backend));
+        convert_weighted_module(gm, *node, weighted.of(gm, *node));
       }
     }
   }
+}
+
+}  // namespace
+
+bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
+  static const CustomModuleMapping kNone;
+  const CustomModuleMapping& custom_classes =
+      options.convert_custom_config ? options.convert_custom_config->observed_to_quantized_custom_module_classes : kNone;
+  convert_nodes(gm, options, custom_classes);
   keep_outputs_quantized(gm.graph(), options.output_quantized_indexes);
   gm.graph().eliminate_dead_code();
   gm.rebuild_module_tree();

@@ -18,7 +18,7 @@ void lower_static_weighted_modules(Lowering& l) {
     std::optional<StaticMatch> m = match_static(l, node, accept, {0});
     if (!m) continue;
     const ModuleLowering* row = find_module_lowering(static_module_lowerings(), *l.module(m->ref));
-    builds.push_back({m->ref, row->quantized_type, output_qparams(l, *m->q), nullptr, "", {}});
+    builds.push_back({m->ref, row->quantized_type, output_qparams(l, *m->q)});
   }
   l.prebuild(std::move(builds));
   for (ir::Node* node : l.gm.graph().node_list()) {

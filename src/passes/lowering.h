@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace qfx::passes::detail {
@@ -39,16 +40,14 @@ struct Lowering {
     const ir::Node* node;
     std::string type;
     std::optional<nn::OutputQParams> output;
-    std::shared_ptr<nn::QuantizedModuleImpl> module;  // or:
-    std::string error;
-    ir::detail::KeptWarnings warnings;  // issued when make_quantized hands the module out
   };
-  /// Builds `builds` ahead of the rewrite, on the calling thread and, when
-  /// a core is idle, the worker thread (weight quantization and prepacking
-  /// are most of convert's time); make_quantized hands them out.
+  /// Builds `builds` beside the rewrite, by the worker thread when a core
+  /// is idle (weight quantization and prepacking are most of convert's
+  /// time), in their order; make_quantized hands them out. Reads the nodes'
+  /// modules now: the rewrite may swap modules meanwhile.
   void prebuild(std::vector<Build> builds);
-  /// Drops the prebuilt modules make_quantized was not asked for.
-  void forget_prebuilt() { prebuilt_.clear(); }
+  /// Stops prebuilding and drops the modules make_quantized was not asked for.
+  void forget_prebuilt();
 
   /// Puts `quantized` at `target` in place of its reference module, which
   /// is kept until release_replaced().
@@ -58,7 +57,17 @@ struct Lowering {
   void release_replaced() { ir::detail::release_beside(std::move(replaced_)); }
 
  private:
-  std::map<const ir::Node*, Build> prebuilt_;
+  /// What building a module gave: the module, or why not.
+  struct Built {
+    std::shared_ptr<nn::QuantizedModuleImpl> module;
+    std::string error;
+  };
+  static Built build(const Build& b, const torch::nn::Module& source);
+
+  std::vector<Build> builds_;
+  std::vector<std::shared_ptr<torch::nn::Module>> sources_;  // builds_[i]'s reference module
+  std::unordered_map<const ir::Node*, size_t> prebuilt_index_;
+  std::unique_ptr<ir::detail::Beside<Built>> prebuilt_;  // builds_[i]'s; after what it reads
   std::vector<std::shared_ptr<torch::nn::Module>> replaced_;
 };
 

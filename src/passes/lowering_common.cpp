@@ -27,39 +27,47 @@ bool same_output(const std::optional<nn::OutputQParams>& a, const std::optional<
   return a->scale == b->scale && a->zero_point == b->zero_point;
 }
 
-// Builds b.module, or says why not in b.error.
-void build(Lowering::Build& b, const torch::nn::Module& source) {
+}  // namespace
+
+Lowering::Built Lowering::build(const Build& b, const torch::nn::Module& source) {
   try {
-    b.module = nn::quantized_from_reference(b.type, source, b.output);
+    return {nn::quantized_from_reference(b.type, source, b.output), ""};
   } catch (const c10::Error& e) {
-    b.error = "cannot build " + b.type + ": " + e.what_without_backtrace();
+    return {nullptr, "cannot build " + b.type + ": " + e.what_without_backtrace()};
   }
 }
-
-}  // namespace
 
 std::shared_ptr<nn::QuantizedModuleImpl> Lowering::make_quantized(const ir::Node& node, const std::string& type,
                                                                   std::optional<nn::OutputQParams> output) {
-  Build b{&node, type, std::move(output), nullptr, "", {}};
-  auto it = prebuilt_.find(&node);
-  if (it != prebuilt_.end() && it->second.type == type && same_output(it->second.output, b.output)) {
-    b = std::move(it->second);
-    prebuilt_.erase(it);
-    b.warnings.issue();
+  Build b{&node, type, std::move(output)};
+  Built built;
+  auto it = prebuilt_index_.find(&node);
+  if (it != prebuilt_index_.end() && builds_[it->second].type == type && same_output(builds_[it->second].output, b.output)) {
+    built = prebuilt_->take(it->second);
+    prebuilt_index_.erase(it);
   } else {
-    build(b, *module(&node));
+    built = build(b, *module(&node));
   }
-  if (b.module == nullptr) refusals[&node] = b.error;
-  return b.module;
+  if (built.module == nullptr) refusals[&node] = built.error;
+  return built.module;
 }
 
 void Lowering::prebuild(std::vector<Build> builds) {
-  std::vector<std::shared_ptr<torch::nn::Module>> sources;
-  for (const Build& b : builds) sources.push_back(module(b.node));
-  ir::detail::share(builds.size(), [&](size_t i) {
-    builds[i].warnings.keep_during([&] { build(builds[i], *sources[i]); });
-  });
-  for (Build& b : builds) prebuilt_[b.node] = std::move(b);
+  forget_prebuilt();
+  builds_ = std::move(builds);
+  for (size_t i = 0; i < builds_.size(); ++i) {
+    sources_.push_back(module(builds_[i].node));
+    prebuilt_index_[builds_[i].node] = i;
+  }
+  prebuilt_ = std::make_unique<ir::detail::Beside<Built>>(builds_.size(),
+                                                          [this](size_t i) { return build(builds_[i], *sources_[i]); });
+}
+
+void Lowering::forget_prebuilt() {
+  prebuilt_.reset();  // the worker stops before what it reads goes
+  prebuilt_index_.clear();
+  sources_.clear();
+  builds_.clear();
 }
 
 bool is_call(const ir::Node& node, ir::Opcode op, const char* target) {

@@ -1,4 +1,4 @@
-// ObserverQParams: observers' calculate_qparams ahead of convert's rewrite.
+// ObserverQParams: observers' calculate_qparams beside convert's rewrite.
 
 #include "observer_qparams.h"
 
@@ -21,13 +21,13 @@ ObserverQParams::ObserverQParams(const ir::GraphModule& gm) {
       observers_.push_back(obs);
     }
   }
-  results_ = ir::detail::compute_ahead<quant::QParams>(observers_.size(),
-                                                       [&](size_t i) { return observers_[i]->calculate_qparams(); });
+  results_ = std::make_unique<ir::detail::Beside<quant::QParams>>(
+      observers_.size(), [this](size_t i) { return observers_[i]->calculate_qparams(); });
 }
 
-quant::QParams ObserverQParams::of(quant::ActivationPostProcess& obs) const {
+quant::QParams ObserverQParams::of(quant::ActivationPostProcess& obs) {
   auto it = index_.find(&obs);
-  return it != index_.end() ? results_[it->second].take() : obs.calculate_qparams();
+  return it != index_.end() ? results_->take(it->second) : obs.calculate_qparams();
 }
 
 }  // namespace qfx::passes::detail

@@ -1,8 +1,8 @@
 #pragma once
-// The qparams of a prepared graph's static int8 observers, computed before
-// convert's rewrite on the calling thread and, when a core is idle, the
-// worker thread: the histogram searches are most of convert-to-reference's
-// time. The rewrite takes them in its own order, with the warnings each
+// The qparams of a prepared graph's static int8 observers, computed beside
+// convert's rewrite by the worker thread when a core is idle (the histogram
+// searches are most of convert-to-reference's time), else as the rewrite
+// asks. The rewrite takes them in its own order, with the warnings each
 // computation raised issued then, so what it reports is unchanged.
 
 #include "qfx/ir/graph_module.h"
@@ -22,16 +22,18 @@ bool is_static_int8(const quant::ActivationPostProcess& obs);
 
 class ObserverQParams {
  public:
-  /// Computes the qparams of the static int8 observers `gm`'s observer nodes call.
+  /// Starts on the qparams of the static int8 observers `gm`'s observer
+  /// nodes call, in graph order. The rewrite may change the graph and the
+  /// module tree meanwhile, not the observers.
   explicit ObserverQParams(const ir::GraphModule& gm);
-  /// obs.calculate_qparams(): computed ahead when it was (re-issuing its
+  /// obs.calculate_qparams(): worked out beside when it was (re-issuing its
   /// warnings, raising its error), else now.
-  quant::QParams of(quant::ActivationPostProcess& obs) const;
+  quant::QParams of(quant::ActivationPostProcess& obs);
 
  private:
   std::vector<std::shared_ptr<quant::ActivationPostProcess>> observers_;  // the keys below stay theirs
-  std::vector<ir::detail::Ahead<quant::QParams>> results_;                 // observers_[i]'s
   std::unordered_map<const quant::ActivationPostProcess*, size_t> index_;
+  std::unique_ptr<ir::detail::Beside<quant::QParams>> results_;  // observers_[i]'s; last: stopped first
 };
 
 }  // namespace qfx::passes::detail
