@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -38,14 +39,28 @@ class Positions {
   std::vector<std::pair<const Node*, size_t>> by_address_;
 };
 
-// For each position, whether an earlier node has the same name.
+// For each position, whether an earlier node has the same name: an open
+// addressing table of positions keyed by name (one allocation for the graph,
+// linear time).
 std::vector<bool> repeated_names(const Graph& graph) {
-  std::vector<std::pair<std::string_view, size_t>> names;
+  std::vector<std::string_view> names;
   names.reserve(graph.size());
-  for (Node* node : graph.nodes()) names.emplace_back(node->name(), names.size());
-  std::sort(names.begin(), names.end());
+  for (Node* node : graph.nodes()) names.emplace_back(node->name());
+  size_t slots = 16;
+  while (slots < 2 * names.size()) slots *= 2;
+  constexpr size_t kEmpty = SIZE_MAX;
+  std::vector<size_t> table(slots, kEmpty);
   std::vector<bool> repeated(names.size(), false);
-  for (size_t i = 1; i < names.size(); ++i) repeated[names[i].second] = names[i].first == names[i - 1].first;
+  const std::hash<std::string_view> hash;
+  for (size_t i = 0; i < names.size(); ++i) {
+    size_t slot = hash(names[i]) & (slots - 1);
+    while (table[slot] != kEmpty && names[table[slot]] != names[i]) slot = (slot + 1) & (slots - 1);
+    if (table[slot] == kEmpty) {
+      table[slot] = i;
+    } else {
+      repeated[i] = true;
+    }
+  }
   return repeated;
 }
 
