@@ -112,6 +112,19 @@ struct Ahead {
   std::exception_ptr error;
   KeptWarnings warnings;
 
+  /// Runs `fn` on the calling thread, keeping its value, the warnings it
+  /// raises and its error.
+  template <typename Fn>
+  void compute(const Fn& fn) {
+    warnings.keep_during([&] {
+      try {
+        value = fn();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    });
+  }
+
   /// Issues the kept warnings on the calling thread, then raises the kept
   /// error or returns the value.
   const T& take() const {
@@ -126,16 +139,7 @@ struct Ahead {
 template <typename T>
 std::vector<Ahead<T>> compute_ahead(size_t count, const std::function<T(size_t)>& fn) {
   std::vector<Ahead<T>> results(count);
-  share(count, [&](size_t i) {
-    Ahead<T>& result = results[i];
-    result.warnings.keep_during([&] {
-      try {
-        result.value = fn(i);
-      } catch (...) {
-        result.error = std::current_exception();
-      }
-    });
-  });
+  share(count, [&](size_t i) { results[i].compute([&] { return fn(i); }); });
   return results;
 }
 
@@ -194,7 +198,9 @@ template <typename T>
 class Beside {
  public:
   Beside(size_t count, std::function<T(size_t)> fn)
-      : fn_(std::move(fn)), results_(count), run_(count, [this](size_t i) { compute(i); }) {}
+      : fn_(std::move(fn)),
+        results_(count),
+        run_(count, [this](size_t i) { results_[i].compute([&] { return fn_(i); }); }) {}
   Beside(const Beside&) = delete;
   Beside& operator=(const Beside&) = delete;
 
@@ -207,17 +213,6 @@ class Beside {
   }
 
  private:
-  void compute(size_t i) {
-    Ahead<T>& result = results_[i];
-    result.warnings.keep_during([&] {
-      try {
-        result.value = fn_(i);
-      } catch (...) {
-        result.error = std::current_exception();
-      }
-    });
-  }
-
   std::function<T(size_t)> fn_;
   std::vector<Ahead<T>> results_;
   BesideRun run_;  // last: stopped before the results go

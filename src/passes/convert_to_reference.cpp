@@ -214,7 +214,8 @@ class WeightedConversions {
   /// The conversion of `node`: worked out beside, else now.
   WeightedConversion of(const ir::GraphModule& gm, const ir::Node& node) {
     auto it = index_.find(&node);
-    return it != index_.end() ? conversions_->take(it->second) : weighted_conversion(weighted_input(gm, node), backend_);
+    if (it == index_.end()) return weighted_conversion(weighted_input(gm, node), backend_);
+    return conversions_->take(it->second);
   }
 
  private:

@@ -42,7 +42,8 @@ std::shared_ptr<nn::QuantizedModuleImpl> Lowering::make_quantized(const ir::Node
   Build b{&node, type, std::move(output)};
   Built built;
   auto it = prebuilt_index_.find(&node);
-  if (it != prebuilt_index_.end() && builds_[it->second].type == type && same_output(builds_[it->second].output, b.output)) {
+  const Build* planned = it != prebuilt_index_.end() ? &builds_[it->second] : nullptr;
+  if (planned != nullptr && planned->type == type && same_output(planned->output, b.output)) {
     built = prebuilt_->take(it->second);
     prebuilt_index_.erase(it);
   } else {
