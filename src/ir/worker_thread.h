@@ -204,7 +204,6 @@ class Beside {
   Beside(const Beside&) = delete;
   Beside& operator=(const Beside&) = delete;
 
-  size_t size() const { return results_.size(); }
   /// Result i, once computed: its warnings issued on the calling thread,
   /// its error raised.
   const T& take(size_t i) {

@@ -1,6 +1,6 @@
-// Batch-norm folding in loops; see fold_loops.h. The library is built
-// without -ffp-contract (CMakeLists.txt), so `a * b + c` stays two roundings
-// as ATen's separate kernels make it.
+// Batch-norm folding in loops; see fold_loops.h. The library is built with
+// -ffp-contract=off (CMakeLists.txt), so `a * b + c` stays two roundings as
+// ATen's separate kernels make it.
 
 #include "fold_loops.h"
 
@@ -12,12 +12,18 @@
 namespace qfx::nn::detail {
 namespace {
 
-/// A defined tensor loops can read: contiguous float32 on the CPU, `size`
-/// values. An undefined one is fine too (it stands for a constant).
+/// A defined tensor whose values loops can read in place: contiguous
+/// float32 on the CPU, no lazy conjugate or negation.
+bool plain_floats(const at::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous() && !t.is_conj() &&
+         !t.is_neg();
+}
+
+/// A per-channel vector of `size` plain floats; an undefined one passes when
+/// `optional` (it stands for a constant).
 bool readable(const at::Tensor& t, int64_t size, bool optional) {
   if (!t.defined()) return optional;
-  return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous() && t.dim() == 1 &&
-         t.numel() == size && !t.is_conj() && !t.is_neg();
+  return plain_floats(t) && t.dim() == 1 && t.numel() == size;
 }
 
 /// Value i of `t`, or `fallback` for an undefined tensor.
@@ -31,10 +37,7 @@ std::optional<std::pair<at::Tensor, at::Tensor>> fold_conv_bn_loops(const at::Te
                                                                     const at::Tensor& bn_rm, const at::Tensor& bn_rv,
                                                                     double bn_eps, const at::Tensor& bn_w,
                                                                     const at::Tensor& bn_b, int64_t axis) {
-  if (!conv_w.defined() || conv_w.dim() < 2 || !conv_w.device().is_cpu() || conv_w.scalar_type() != at::kFloat ||
-      !conv_w.is_contiguous() || conv_w.is_conj() || conv_w.is_neg() || conv_w.numel() == 0) {
-    return std::nullopt;
-  }
+  if (!plain_floats(conv_w) || conv_w.dim() < 2 || conv_w.numel() == 0) return std::nullopt;
   const int64_t channels = conv_w.size(axis);
   if (!readable(bn_rm, channels, false) || !readable(bn_rv, channels, false) || !readable(conv_b, channels, true) ||
       !readable(bn_w, channels, true) || !readable(bn_b, channels, true)) {
