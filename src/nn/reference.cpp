@@ -160,7 +160,7 @@ WeightQParams weight_qparams_of(quant::ActivationPostProcess& observer) {
 
 at::Tensor quantize_weight(const at::Tensor& weight, const WeightQParams& q) {
   if (q.dtype == c10::kHalf) return weight.to(c10::kHalf);
-  if (q.qscheme == c10::kPerTensorAffine) return at::quantize_per_tensor(weight, q.scale, q.zero_point, q.dtype);
+  if (q.qscheme == c10::kPerTensorAffine) return quant::detail::quantize_tensor(weight, q.scale, q.zero_point, q.dtype);
   return quant::detail::quantize_channels(weight, q.scale, q.zero_point, q.axis, q.dtype);
 }
 

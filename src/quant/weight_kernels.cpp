@@ -147,6 +147,19 @@ at::Tensor quantize_typed(const at::Tensor& x, const at::Tensor& scales, const a
   return out;
 }
 
+/// The whole of x with one scale and zero point, in chunks over the threads.
+template <typename QInt>
+at::Tensor quantize_whole(const at::Tensor& x, double scale, int64_t zero_point, c10::ScalarType dtype) {
+  using Q = typename QInt::underlying;
+  at::Tensor out = at::_empty_affine_quantized(x.sizes(), at::device(at::kCPU).dtype(dtype), scale, zero_point);
+  const float* in = x.data_ptr<float>();
+  Q* q = reinterpret_cast<Q*>(out.data_ptr<QInt>());
+  at::parallel_for(0, x.numel(), 32768, [&](int64_t first, int64_t last) {
+    quantize_span<Q>(in + first, last - first, scale, zero_point, q + first);
+  });
+  return out;
+}
+
 bool all_within(const std::vector<int64_t>& values, int64_t lo, int64_t hi) {
   return std::all_of(values.begin(), values.end(), [&](int64_t v) { return v >= lo && v <= hi; });
 }
@@ -185,6 +198,21 @@ at::Tensor quantize_channels(const at::Tensor& x, const at::Tensor& scales, cons
     return quantize_typed<c10::quint8>(x, scales, zero_points, zd, axis, dtype);
   }
   return at::quantize_per_channel(x, scales, zero_points, axis, dtype);
+}
+
+at::Tensor quantize_tensor(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& zero_point,
+                           c10::ScalarType dtype) {
+  const bool simple = x.scalar_type() == at::kFloat && x.device().is_cpu() && x.is_contiguous() &&
+                      x.suggest_memory_format() == at::MemoryFormat::Contiguous && scale.numel() == 1 &&
+                      zero_point.numel() == 1 && scale.device().is_cpu() && zero_point.device().is_cpu() &&
+                      !at::isFloatingType(zero_point.scalar_type());
+  if (simple && (dtype == at::kQInt8 || dtype == at::kQUInt8)) {
+    const double s = values_as<double>(scale)[0];
+    const int64_t zp = values_as<int64_t>(zero_point)[0];
+    if (dtype == at::kQInt8 && zp >= -128 && zp <= 127) return quantize_whole<c10::qint8>(x, s, zp, dtype);
+    if (dtype == at::kQUInt8 && zp >= 0 && zp <= 255) return quantize_whole<c10::quint8>(x, s, zp, dtype);
+  }
+  return at::quantize_per_tensor(x, scale, zero_point, dtype);
 }
 
 }  // namespace qfx::quant::detail

@@ -5,6 +5,7 @@
 //
 //   row_aminmax           at::aminmax(rows, 1): per-row minimum and maximum
 //   quantize_channels     at::quantize_per_channel to qint8 / quint8
+//   quantize_tensor       at::quantize_per_tensor to qint8 / quint8
 
 #include <ATen/core/Tensor.h>
 
@@ -22,5 +23,12 @@ std::pair<at::Tensor, at::Tensor> row_aminmax(const at::Tensor& rows);
 /// arguments (for ATen's errors), go to ATen.
 at::Tensor quantize_channels(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& zero_points,
                                 int64_t axis, c10::ScalarType dtype);
+
+/// `at::quantize_per_tensor(x, scale, zero_point, dtype)` with 1-element
+/// qparams: the same quantized tensor. Contiguous float32 input to qint8 /
+/// quint8 with an integer zero point in range is computed here; the rest goes
+/// to ATen (and its errors).
+at::Tensor quantize_tensor(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& zero_point,
+                           c10::ScalarType dtype);
 
 }  // namespace qfx::quant::detail

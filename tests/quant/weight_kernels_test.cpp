@@ -74,6 +74,44 @@ TEST(WeightKernels, QuantizePerChannelKeepsATenErrors) {
   EXPECT_THROW(quantize_channels(w, at::ones({3}), at::zeros({3}, at::kLong), 0, at::kQInt8), c10::Error);
 }
 
+TEST(WeightKernels, QuantizePerTensorLikeATen) {
+  at::manual_seed(5);
+  const std::vector<std::vector<int64_t>> shapes = {{16, 3, 3, 3}, {7, 5}, {64, 256, 1, 1}, {33}, {1000, 70}};
+  for (const auto& shape : shapes) {
+    for (bool non_finite : {false, true}) {
+      const double scale = 0.0037;
+      at::Tensor w = awkward_weights(shape, scale, non_finite);
+      // qparams as observers give them (float32 / int64 or int32) and as ATen keeps them (float64)
+      for (auto [dtype, zp] : {std::pair{at::kQInt8, at::scalar_tensor(0, at::kLong)},
+                               std::pair{at::kQInt8, at::scalar_tensor(-7, at::kInt)},
+                               std::pair{at::kQUInt8, at::scalar_tensor(131, at::kLong)}}) {
+        for (c10::ScalarType scale_dtype : {at::kFloat, at::kDouble}) {
+          at::Tensor s = at::scalar_tensor(scale, scale_dtype);
+          at::Tensor ours = quantize_tensor(w, s, zp, dtype);
+          at::Tensor theirs = at::quantize_per_tensor(w, s, zp, dtype);
+          ASSERT_TRUE(at::equal(ours.int_repr(), theirs.int_repr())) << "shape " << at::IntArrayRef(shape);
+          ASSERT_EQ(ours.q_scale(), theirs.q_scale());
+          ASSERT_EQ(ours.q_zero_point(), theirs.q_zero_point());
+          ASSERT_EQ(ours.strides(), theirs.strides());
+          ASSERT_EQ(ours.scalar_type(), theirs.scalar_type());
+        }
+      }
+    }
+  }
+}
+
+TEST(WeightKernels, QuantizePerTensorLeavesOtherCasesToATen) {
+  at::Tensor w = at::randn({6, 4});
+  at::Tensor s = at::scalar_tensor(0.02), zp = at::scalar_tensor(3, at::kLong);
+  at::Tensor transposed = w.t();  // not contiguous
+  EXPECT_TRUE(at::equal(quantize_tensor(transposed, s, zp, at::kQUInt8).int_repr(),
+                        at::quantize_per_tensor(transposed, s, zp, at::kQUInt8).int_repr()));
+  EXPECT_TRUE(at::equal(quantize_tensor(w, s, zp, at::kQInt32).int_repr(),
+                        at::quantize_per_tensor(w, s, zp, at::kQInt32).int_repr()));
+  EXPECT_THROW(quantize_tensor(w, s, at::scalar_tensor(300, at::kLong), at::kQUInt8), c10::Error);
+  EXPECT_THROW(quantize_tensor(w, s, at::scalar_tensor(-129, at::kLong), at::kQInt8), c10::Error);
+}
+
 TEST(WeightKernels, RowMinMaxLikeATen) {
   at::manual_seed(4);
   for (int64_t width : {1, 3, 4, 9, 1000}) {
