@@ -6,34 +6,44 @@
 
 #include "lower_tables.h"
 
+#include <unordered_set>
+
 namespace qfx::passes::detail {
 
+// The matches are found once: a rewrite leaves every later match in place
+// except the other quantize nodes of a reference module already lowered,
+// which are skipped (a module refused stays a reference module, and its next
+// quantize node tries again).
 void lower_static_weighted_modules(Lowering& l) {
   auto accept = [&l](const ir::Node& n) {
     auto m = l.module(&n);
     return m != nullptr && find_module_lowering(static_module_lowerings(), *m) != nullptr;
   };
+  std::vector<StaticMatch> matches;
   std::vector<Lowering::Build> builds;
   for (ir::Node* node : l.gm.graph().nodes()) {
     std::optional<StaticMatch> m = match_static(l, node, accept, {0});
     if (!m) continue;
     const ModuleLowering* row = find_module_lowering(static_module_lowerings(), *l.module(m->ref));
+    matches.push_back(*m);
     builds.push_back({m->ref, row->quantized_type, output_qparams(l, *m->q)});
   }
+  std::vector<Lowering::Build> plan = builds;
   l.prebuild(std::move(builds));
-  for (ir::Node* node : l.gm.graph().node_list()) {
-    std::optional<StaticMatch> m = match_static(l, node, accept, {0});
-    if (!m) continue;
-    const ModuleLowering* row = find_module_lowering(static_module_lowerings(), *l.module(m->ref));
-    auto quantized = l.make_quantized(*m->ref, row->quantized_type, output_qparams(l, *m->q));
+  std::unordered_set<const ir::Node*> lowered;
+  for (size_t i = 0; i < matches.size(); ++i) {
+    const StaticMatch& m = matches[i];
+    if (lowered.count(m.ref) > 0) continue;
+    auto quantized = l.make_quantized(*m.ref, plan[i].type, plan[i].output);
     if (!quantized) continue;
-    l.swap_in(m->ref->target(), quantized);
-    ir::Node* dq = m->ref->args()[0].to_node();
-    m->ref->replace_input_with(dq, dq->args()[0].to_node());
-    ir::Node* scale = m->q->args()[1].to_node();
-    ir::Node* zero_point = m->q->args()[2].to_node();
-    m->q->replace_all_uses_with(m->ref);
-    l.gm.graph().erase_node(m->q);
+    lowered.insert(m.ref);
+    l.swap_in(m.ref->target(), quantized);
+    ir::Node* dq = m.ref->args()[0].to_node();
+    m.ref->replace_input_with(dq, dq->args()[0].to_node());
+    ir::Node* scale = m.q->args()[1].to_node();
+    ir::Node* zero_point = m.q->args()[2].to_node();
+    m.q->replace_all_uses_with(m.ref);
+    l.gm.graph().erase_node(m.q);
     l.gm.graph().erase_node(scale);
     l.gm.graph().erase_node(zero_point);
     l.changed = true;
