@@ -2,8 +2,9 @@
 // WorkerThread: a background thread for work that can go on beside the
 // calling thread: the interpreter's observer forwards while the float
 // forward goes on, fuse's folds (share), convert's qparams and module
-// builds while its rewrite goes on, insert-observers' observers (Beside). Tasks run in the order
-// they were submitted (an observer sees its batches in order), each under
+// builds while its rewrite goes on and insert-observers' observers (Beside).
+// Tasks run in the order they were submitted (an observer sees its batches
+// in order), each under
 // the submitting thread's ATen thread-local state (inference mode, grad
 // mode, dispatch keys). drain() waits for every task, re-raises the first
 // task error on the calling thread and re-issues the tasks' warnings there

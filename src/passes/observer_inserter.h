@@ -20,7 +20,7 @@ namespace qfx::passes::detail {
 /// Fresh observers of one spec made ahead by the worker thread, a batch at a
 /// time: taking the first of a batch starts the next one, so the caller
 /// rarely makes one itself (a HistogramObserver's histogram is fresh memory,
-/// a third of insert-observers' time on a large graph). At most two batches
+/// a fifth of insert-observers' time on a large graph). At most two batches
 /// are left over, dropped with this.
 class ObserversAhead {
  public:
