@@ -4,12 +4,11 @@
 // forward goes on, fuse's folds (share), convert's qparams and module
 // builds while its rewrite goes on and insert-observers' observers (Beside).
 // Tasks run in the order they were submitted (an observer sees its batches
-// in order), each under
-// the submitting thread's ATen thread-local state (inference mode, grad
-// mode, dispatch keys). drain() waits for every task, re-raises the first
-// task error on the calling thread and re-issues the tasks' warnings there
-// (c10's warning handler is per thread). Pending inputs are capped in bytes:
-// submit() waits while the cap is exceeded.
+// in order), each under the submitting thread's ATen thread-local state
+// (inference mode, grad mode, dispatch keys). drain() waits for every task,
+// re-raises the first task error on the calling thread and re-issues the
+// tasks' warnings there (c10's warning handler is per thread). Pending
+// inputs are capped in bytes: submit() waits while the cap is exceeded.
 
 #include <ATen/ThreadLocalState.h>
 #include <c10/util/Exception.h>
