@@ -17,5 +17,7 @@ std::shared_ptr<QuantizedModuleImpl> make_quantized(const std::string& type_name
 
 /// Calls LibTorch operator `name`.`overload` through the dispatcher.
 c10::IValue call_op(const char* name, const char* overload, std::vector<c10::IValue> args);
+/// The same for an operator with several return values: all of them.
+std::vector<c10::IValue> call_op_returning_all(const char* name, const char* overload, std::vector<c10::IValue> args);
 
 }  // namespace qfx::nn::detail

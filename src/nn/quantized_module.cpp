@@ -9,6 +9,8 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <exception>
+#include <string>
 #include <utility>
 
 namespace qfx::nn {
@@ -74,6 +76,37 @@ c10::IValue literal(const std::string& text) {
   return static_cast<int64_t>(std::stoll(text));
 }
 
+// onednn's failure to reorder packed weights into another blocked layout
+// (a dnnl::error, which LibTorch passes on as it is).
+bool is_reorder_failure(const std::exception& e) {
+  return std::string(e.what()).find("could not create a primitive descriptor for a reorder primitive") !=
+         std::string::npos;
+}
+
+// "2d" / "3d" of a convolution's packed params, "" for anything else.
+std::string conv_packed_dims(const c10::IValue& packed) {
+  const std::string type = packed.type()->str();
+  for (const char* dims : {"2d", "3d"}) {
+    if (type == std::string("__torch__.torch.classes.quantized.Conv") + dims + "PackedParamsBase") return dims;
+  }
+  return "";
+}
+
+// The convolution's packed params prepacked anew from their own weight,
+// bias and settings (as TorchScript's __setstate__ does).
+c10::IValue repacked_conv(const c10::IValue& packed, const std::string& dims) {
+  auto ask = [&](const std::string& what) { return detail::call_op(("quantized::conv" + dims + "_" + what).c_str(), "", {packed}); };
+  std::vector<c10::IValue> unpacked = detail::call_op_returning_all(("quantized::conv" + dims + "_unpack").c_str(), "", {packed});
+  TORCH_CHECK(unpacked.size() == 2, "quantized::conv", dims, "_unpack returned ", unpacked.size(), " values");
+  if (ask("transpose").toInt() != 0) {
+    return detail::call_op(("quantized::conv_transpose" + dims + "_prepack").c_str(), "",
+                           {unpacked[0], unpacked[1], ask("stride"), ask("padding"), ask("output_padding"),
+                            ask("dilation"), ask("groups")});
+  }
+  return detail::call_op(("quantized::conv" + dims + "_prepack").c_str(), "",
+                         {unpacked[0], unpacked[1], ask("stride"), ask("padding"), ask("dilation"), ask("groups")});
+}
+
 }  // namespace
 
 namespace detail {
@@ -90,11 +123,16 @@ std::shared_ptr<QuantizedModuleImpl> make_quantized(const std::string& type_name
   TORCH_CHECK(false, "no quantized module class ", type_name);
 }
 
-c10::IValue call_op(const char* name, const char* overload, std::vector<c10::IValue> args) {
+std::vector<c10::IValue> call_op_returning_all(const char* name, const char* overload, std::vector<c10::IValue> args) {
   c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
   op.callBoxed(&args);
-  TORCH_CHECK(args.size() == 1, name, " returned ", args.size(), " values");
-  return std::move(args[0]);
+  return args;
+}
+
+c10::IValue call_op(const char* name, const char* overload, std::vector<c10::IValue> args) {
+  std::vector<c10::IValue> out = call_op_returning_all(name, overload, std::move(args));
+  TORCH_CHECK(out.size() == 1, name, " returned ", out.size(), " values");
+  return std::move(out[0]);
 }
 
 }  // namespace detail
@@ -147,7 +185,26 @@ c10::IValue QuantizedModuleImpl::forward(const std::vector<c10::IValue>& inputs)
     }
   }
   if (call_.op.empty()) return args.empty() ? inputs[0] : args[0];
+  try {
+    return detail::call_op(call_.op.c_str(), call_.overload.c_str(), args);
+  } catch (const std::exception& e) {
+    if (!is_reorder_failure(e) || !repack_convolution()) throw;
+  }
+  for (size_t i = 0; i < call_.args.size(); ++i) {
+    if (call_.args[i] == "_packed_params") args[i] = attribute("_packed_params");
+  }
   return detail::call_op(call_.op.c_str(), call_.overload.c_str(), std::move(args));
+}
+
+bool QuantizedModuleImpl::repack_convolution() {
+  for (auto& [name, value] : attributes_) {
+    if (name != "_packed_params") continue;
+    const std::string dims = conv_packed_dims(value);
+    if (dims.empty()) return false;
+    value = repacked_conv(value, dims);
+    return true;
+  }
+  return false;
 }
 
 std::vector<std::string> quantized_module_types() {

@@ -60,6 +60,14 @@ class QuantizedModuleImpl : public torch::nn::Module {
 
  private:
   c10::IValue argument(const std::string& token, const std::vector<c10::IValue>& inputs) const;
+  /// LibTorch 1.13's onednn quantized convolution reorders its packed
+  /// weights in place for the input shape and thread count of its first run;
+  /// on CPUs with AVX-512 VNNI a run with another shape or thread count can
+  /// fail to reorder them again ("could not create a primitive descriptor for
+  /// a reorder primitive"; PyTorch 2.0 goes through the plain layout). Then
+  /// forward prepacks the convolution's weights anew from its packed params
+  /// and runs once more; false when the module holds no convolution.
+  bool repack_convolution();
 
   std::string type_name_;
   QuantizedCall call_;
