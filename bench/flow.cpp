@@ -96,25 +96,37 @@ std::unique_ptr<qfx::ir::GraphModule> run_flow(const std::string& model, const s
   return gm;
 }
 
+/// Makes a converted model of its own, or nothing (`bench_flow --latency`).
+using FreshConverted = std::function<std::unique_ptr<qfx::ir::GraphModule>()>;
+
 /// Latency of the exported int8 file, the float model and (if given) the
-/// interpreter on the converted model, at batch 1 and 8 with 1 and 2 threads.
-nlohmann::json latencies(const std::string& model, const std::string& int8, qfx::ir::GraphModule* converted,
+/// interpreter on a converted model, at batch 1 and 8 with 1 and 2 threads.
+/// Each batch size and thread count runs int8 models of its own: LibTorch
+/// 1.13's onednn quantized convolution reorders its packed weights in place
+/// for the input shape and thread count of its first run and, on CPUs with
+/// AVX-512 VNNI, can fail on another ("could not create a primitive
+/// descriptor for a reorder primitive"; PyTorch 2.0 reorders through the
+/// plain layout instead).
+nlohmann::json latencies(const std::string& model, const std::string& int8, const FreshConverted& converted,
                          const at::Tensor& eval) {
   torch::jit::Module float_script = torch::jit::load(model);
   float_script.eval();
-  torch::jit::Module int8_script = torch::jit::load(int8);
+  const int default_threads = at::get_num_threads();
   nlohmann::json out;
   for (int threads : {1, 2}) {
-    at::set_num_threads(threads);
     for (int64_t batch : {1, 8}) {
+      torch::jit::Module int8_script = torch::jit::load(int8);
+      std::unique_ptr<qfx::ir::GraphModule> gm = converted ? converted() : nullptr;
+      at::set_num_threads(threads);
       at::Tensor x = eval.slice(0, 0, batch).contiguous();
       std::string key = "b" + std::to_string(batch) + "_t" + std::to_string(threads);
       out["int8_script"][key] = latency([&] { int8_script.forward({x}); });
-      if (converted) {
-        qfx::ir::Interpreter interpreter(*converted);
+      if (gm) {
+        qfx::ir::Interpreter interpreter(*gm);
         out["int8_interpreter"][key] = latency([&] { interpreter.run({x}); });
       }
       out["float_script"][key] = latency([&] { float_script.forward({x}); });
+      at::set_num_threads(default_threads);  // the next models are made as the flow makes them
     }
   }
   at::set_num_threads(2);
@@ -144,7 +156,7 @@ at::QEngine quantized_engine(const std::string& engine) {
 int latency_only(char** argv) {
   at::globalContext().setQEngine(quantized_engine(argv[2]));
   at::Tensor eval = qfx::io::load_value(argv[5]).toTensor();
-  std::cout << nlohmann::json{{"latency", latencies(argv[3], argv[4], nullptr, eval)}}.dump() << "\n";
+  std::cout << nlohmann::json{{"latency", latencies(argv[3], argv[4], FreshConverted(), eval)}}.dump() << "\n";
   return 0;
 }
 
@@ -183,7 +195,12 @@ int main(int argc, char** argv) {
                            {"export", summary(t.export_)},      {"nodes", gm->graph().size()},
                            {"repeats", totals.size()}};
   result["float_forward"] = float_forward(model, calib);
-  result["latency"] = latencies(model, out, gm.get(), eval);
+  const std::string scratch = out + ".latency.pt";
+  result["latency"] = latencies(model, out, [&] {
+    Timings unused;
+    return run_flow(model, calib, scratch, engine, unused);
+  }, eval);
+  std::filesystem::remove(scratch);
   torch::jit::Module float_script = torch::jit::load(model);
   at::Tensor reference = float_script.forward({eval}).toTensor();
   at::Tensor quantized = torch::jit::load(out).forward({eval}).toTensor();
