@@ -181,7 +181,7 @@ struct Interpreter::Program {
   c10::IValue eval(const ArgCode& code) const;
   c10::IValue execute(const Step& step, std::vector<c10::IValue>& inputs) const;
   c10::IValue observe_later(const Step& step) const;
-  void copy_for_inplace_modules();
+  void spare_inplace_inputs();
 };
 
 ArgCode Interpreter::Program::compile_arg(const Argument& arg) const {
@@ -306,8 +306,11 @@ c10::IValue Interpreter::Program::observe_later(const Step& step) const {
 // An in-place-capable module need not wait for the observer thread
 // when its input is a fresh tensor that only observers saw on the way: the
 // output of a module with parameters (conv, linear, norm: never a view), each
-// node from there used once. Those observers are given a copy instead.
-void Interpreter::Program::copy_for_inplace_modules() {
+// node from there used once. A kind with a forward into a new tensor
+// (ModuleKind::fresh_forward) runs that, leaving its input as the observers
+// saw it (the same values as in place); the observers of any other kind are
+// given a copy.
+void Interpreter::Program::spare_inplace_inputs() {
   auto single_node_input = [](const Node& node) -> Node* {
     return node.args().size() == 1 && node.args()[0].is_node() ? node.args()[0].to_node() : nullptr;
   };
@@ -326,6 +329,10 @@ void Interpreter::Program::copy_for_inplace_modules() {
       continue;
     }
     step.barrier = false;
+    if (!observers.empty() && step.module_kind->fresh_forward) {
+      step.forward = &step.module_kind->fresh_forward;
+      continue;
+    }
     for (size_t observer : observers) steps[observer].copy_input = true;
   }
 }
@@ -353,7 +360,7 @@ Interpreter::Interpreter(const GraphModule& gm) : program_(std::make_unique<Prog
   }
   p.slots.resize(p.steps.size());
   p.has_observers = std::any_of(p.steps.begin(), p.steps.end(), [](const Program::Step& s) { return s.observer; });
-  p.copy_for_inplace_modules();
+  p.spare_inplace_inputs();
 }
 
 Interpreter::~Interpreter() = default;

@@ -9,6 +9,7 @@
 namespace qfx::nn {
 namespace {
 
+using detail::add_inplace_kind;
 using detail::add_kind;
 using detail::as;
 using detail::py_float;
@@ -17,36 +18,55 @@ std::string inplace_only(bool inplace) { return inplace ? "inplace=True" : ""; }
 std::string inplace_suffix(bool inplace) { return inplace ? ", inplace=True" : ""; }
 std::string no_repr(const torch::nn::Module&) { return ""; }
 
+// qfx's activations out of place, whatever their `inplace`.
+template <typename Impl>
+at::Tensor activation_fresh(const Impl&, const at::Tensor& x) {
+  return Impl::out_of_place(x);
+}
+
 const bool kRegistered = [] {
-  add_kind<torch::nn::ReLUImpl>("torch.nn.ReLU", [](const torch::nn::Module& m) {
-    return inplace_only(as<torch::nn::ReLUImpl>(m).options.inplace());
-  });
-  add_kind<torch::nn::ReLU6Impl>("torch.nn.ReLU6", [](const torch::nn::Module& m) {
-    return inplace_only(as<torch::nn::ReLU6Impl>(m).options.inplace());
-  });
-  add_kind<torch::nn::HardtanhImpl>("torch.nn.Hardtanh", [](const torch::nn::Module& m) {
-    const auto& o = as<torch::nn::HardtanhImpl>(m).options;
-    return "min_val=" + py_float(o.min_val()) + ", max_val=" + py_float(o.max_val()) +
-           inplace_suffix(o.inplace());
-  });
-  add_kind<HardswishImpl>("torch.nn.Hardswish", no_repr);
-  add_kind<HardsigmoidImpl>("torch.nn.Hardsigmoid", no_repr);
-  add_kind<SiLUImpl>("torch.nn.SiLU", [](const torch::nn::Module& m) {
-    return inplace_only(as<SiLUImpl>(m).options.inplace());
-  });
+  add_inplace_kind<torch::nn::ReLUImpl>(
+      "torch.nn.ReLU", [](const torch::nn::Module& m) { return inplace_only(as<torch::nn::ReLUImpl>(m).options.inplace()); },
+      [](const torch::nn::ReLUImpl&, const at::Tensor& x) { return at::relu(x); });
+  add_inplace_kind<torch::nn::ReLU6Impl>(
+      "torch.nn.ReLU6", [](const torch::nn::Module& m) { return inplace_only(as<torch::nn::ReLU6Impl>(m).options.inplace()); },
+      [](const torch::nn::ReLU6Impl&, const at::Tensor& x) { return at::hardtanh(x, 0, 6); });
+  add_inplace_kind<torch::nn::HardtanhImpl>(
+      "torch.nn.Hardtanh",
+      [](const torch::nn::Module& m) {
+        const auto& o = as<torch::nn::HardtanhImpl>(m).options;
+        return "min_val=" + py_float(o.min_val()) + ", max_val=" + py_float(o.max_val()) +
+               inplace_suffix(o.inplace());
+      },
+      [](const torch::nn::HardtanhImpl& m, const at::Tensor& x) {
+        return at::hardtanh(x, m.options.min_val(), m.options.max_val());
+      });
+  add_inplace_kind<HardswishImpl>("torch.nn.Hardswish", no_repr, activation_fresh<HardswishImpl>);
+  add_inplace_kind<HardsigmoidImpl>("torch.nn.Hardsigmoid", no_repr, activation_fresh<HardsigmoidImpl>);
+  add_inplace_kind<SiLUImpl>(
+      "torch.nn.SiLU", [](const torch::nn::Module& m) { return inplace_only(as<SiLUImpl>(m).options.inplace()); },
+      activation_fresh<SiLUImpl>);
   add_kind<torch::nn::GELUImpl>("torch.nn.GELU", [](const torch::nn::Module& m) {
     return "approximate=" + ir::python_str_repr(as<torch::nn::GELUImpl>(m).options.approximate());
   });
   add_kind<torch::nn::SigmoidImpl>("torch.nn.Sigmoid", no_repr);
   add_kind<torch::nn::TanhImpl>("torch.nn.Tanh", no_repr);
-  add_kind<torch::nn::LeakyReLUImpl>("torch.nn.LeakyReLU", [](const torch::nn::Module& m) {
-    const auto& o = as<torch::nn::LeakyReLUImpl>(m).options;
-    return "negative_slope=" + py_float(o.negative_slope()) + inplace_suffix(o.inplace());
-  });
-  add_kind<torch::nn::ELUImpl>("torch.nn.ELU", [](const torch::nn::Module& m) {
-    const auto& o = as<torch::nn::ELUImpl>(m).options;
-    return "alpha=" + py_float(o.alpha()) + inplace_suffix(o.inplace());
-  });
+  add_inplace_kind<torch::nn::LeakyReLUImpl>(
+      "torch.nn.LeakyReLU",
+      [](const torch::nn::Module& m) {
+        const auto& o = as<torch::nn::LeakyReLUImpl>(m).options;
+        return "negative_slope=" + py_float(o.negative_slope()) + inplace_suffix(o.inplace());
+      },
+      [](const torch::nn::LeakyReLUImpl& m, const at::Tensor& x) {
+        return at::leaky_relu(x, m.options.negative_slope());
+      });
+  add_inplace_kind<torch::nn::ELUImpl>(
+      "torch.nn.ELU",
+      [](const torch::nn::Module& m) {
+        const auto& o = as<torch::nn::ELUImpl>(m).options;
+        return "alpha=" + py_float(o.alpha()) + inplace_suffix(o.inplace());
+      },
+      [](const torch::nn::ELUImpl& m, const at::Tensor& x) { return at::elu(x, m.options.alpha()); });
   add_kind<torch::nn::PReLUImpl>("torch.nn.PReLU", [](const torch::nn::Module& m) {
     return "num_parameters=" + std::to_string(as<torch::nn::PReLUImpl>(m).options.num_parameters());
   });

@@ -6,6 +6,7 @@
 #include "qfx/ir/namespace.h"
 #include "qfx/ir/python_literals.h"
 
+#include <ATen/core/Tensor.h>
 #include <c10/util/ArrayRef.h>
 #include <c10/util/Exception.h>
 #include <torch/nn/module.h>
@@ -37,6 +38,27 @@ template <typename Impl>
 void add_kind(const std::string& name, ir::ModuleExtraRepr extra_repr,
               ir::ModuleForward forward = unary_forward<Impl>()) {
   ir::ModuleRegistry::instance().add({name, typeid(Impl), std::move(forward), std::move(extra_repr), ""});
+}
+
+/// The forward of a module taking one input, as `fn(module, input)`: a
+/// kind's fresh_forward (computes into a new tensor whatever `inplace` says).
+template <typename Impl>
+ir::ModuleForward unary_fresh_forward(at::Tensor (*fn)(const Impl&, const at::Tensor&)) {
+  return [fn](torch::nn::Module& m, std::vector<c10::IValue>& in) -> c10::IValue {
+    TORCH_CHECK(in.size() == 1 && in[0].isTensor(), m.name(), " takes one Tensor input, got ",
+                in.size(), " input(s)");
+    return fn(dynamic_cast<const Impl&>(m), in[0].toTensor());
+  };
+}
+
+/// Registers a module kind that may compute in place, with its forward
+/// into a new tensor (ModuleKind::fresh_forward).
+template <typename Impl>
+void add_inplace_kind(const std::string& name, ir::ModuleExtraRepr extra_repr,
+                      at::Tensor (*fresh)(const Impl&, const at::Tensor&)) {
+  ir::ModuleKind kind{name, typeid(Impl), unary_forward<Impl>(), std::move(extra_repr), ""};
+  kind.fresh_forward = unary_fresh_forward<Impl>(fresh);
+  ir::ModuleRegistry::instance().add(std::move(kind));
 }
 
 /// Python `repr` of a tuple of ints: `(3, 3)`, `(1,)`.

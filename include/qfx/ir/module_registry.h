@@ -39,6 +39,11 @@ struct ModuleKind {
   /// module's own state, so the interpreter may run it on its observer
   /// thread while later nodes run.
   bool observer = false;
+  /// Optional, for a kind that may compute in place (PyTorch's `inplace`):
+  /// its forward into a new tensor, leaving the input as it is. The
+  /// interpreter calls it where the input is a fresh tensor that observers
+  /// still read on the observer thread, so they need not wait or copy.
+  ModuleForward fresh_forward;
 };
 
 /// The process-wide table of module kinds.

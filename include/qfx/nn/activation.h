@@ -24,6 +24,8 @@ class ActivationImpl : public torch::nn::Cloneable<ActivationImpl<Op, InplaceOp>
   explicit ActivationImpl(ActivationOptions options = {}) : options(options) {}
   void reset() override {}
   at::Tensor forward(at::Tensor input) { return options.inplace() ? InplaceOp(input) : Op(input); }
+  /// The activation into a new tensor, whatever `inplace` says.
+  static at::Tensor out_of_place(const at::Tensor& input) { return Op(input); }
   ActivationOptions options;
 };
 
