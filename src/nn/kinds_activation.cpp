@@ -26,10 +26,12 @@ at::Tensor activation_fresh(const Impl&, const at::Tensor& x) {
 
 const bool kRegistered = [] {
   add_inplace_kind<torch::nn::ReLUImpl>(
-      "torch.nn.ReLU", [](const torch::nn::Module& m) { return inplace_only(as<torch::nn::ReLUImpl>(m).options.inplace()); },
+      "torch.nn.ReLU",
+      [](const torch::nn::Module& m) { return inplace_only(as<torch::nn::ReLUImpl>(m).options.inplace()); },
       [](const torch::nn::ReLUImpl&, const at::Tensor& x) { return at::relu(x); });
   add_inplace_kind<torch::nn::ReLU6Impl>(
-      "torch.nn.ReLU6", [](const torch::nn::Module& m) { return inplace_only(as<torch::nn::ReLU6Impl>(m).options.inplace()); },
+      "torch.nn.ReLU6",
+      [](const torch::nn::Module& m) { return inplace_only(as<torch::nn::ReLU6Impl>(m).options.inplace()); },
       [](const torch::nn::ReLU6Impl&, const at::Tensor& x) { return at::hardtanh(x, 0, 6); });
   add_inplace_kind<torch::nn::HardtanhImpl>(
       "torch.nn.Hardtanh",

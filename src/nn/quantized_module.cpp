@@ -95,8 +95,9 @@ std::string conv_packed_dims(const c10::IValue& packed) {
 // The convolution's packed params prepacked anew from their own weight,
 // bias and settings (as TorchScript's __setstate__ does).
 c10::IValue repacked_conv(const c10::IValue& packed, const std::string& dims) {
-  auto ask = [&](const std::string& what) { return detail::call_op(("quantized::conv" + dims + "_" + what).c_str(), "", {packed}); };
-  std::vector<c10::IValue> unpacked = detail::call_op_returning_all(("quantized::conv" + dims + "_unpack").c_str(), "", {packed});
+  const std::string prefix = "quantized::conv" + dims + "_";
+  auto ask = [&](const std::string& what) { return detail::call_op((prefix + what).c_str(), "", {packed}); };
+  std::vector<c10::IValue> unpacked = detail::call_op_returning_all((prefix + "unpack").c_str(), "", {packed});
   TORCH_CHECK(unpacked.size() == 2, "quantized::conv", dims, "_unpack returned ", unpacked.size(), " values");
   if (ask("transpose").toInt() != 0) {
     return detail::call_op(("quantized::conv_transpose" + dims + "_prepack").c_str(), "",

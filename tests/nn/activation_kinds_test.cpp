@@ -43,11 +43,13 @@ std::vector<Case> cases() {
   return {
       {"torch.nn.ReLU", torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)).ptr()},
       {"torch.nn.ReLU6", torch::nn::ReLU6(torch::nn::ReLU6Options().inplace(true)).ptr()},
-      {"torch.nn.Hardtanh", torch::nn::Hardtanh(torch::nn::HardtanhOptions().min_val(-1.5).max_val(2.25).inplace(true)).ptr()},
+      {"torch.nn.Hardtanh",
+       torch::nn::Hardtanh(torch::nn::HardtanhOptions().min_val(-1.5).max_val(2.25).inplace(true)).ptr()},
       {"torch.nn.Hardswish", Hardswish(ActivationOptions().inplace(true)).ptr()},
       {"torch.nn.Hardsigmoid", Hardsigmoid(ActivationOptions().inplace(true)).ptr()},
       {"torch.nn.SiLU", SiLU(ActivationOptions().inplace(true)).ptr()},
-      {"torch.nn.LeakyReLU", torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(0.3).inplace(true)).ptr()},
+      {"torch.nn.LeakyReLU",
+       torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(0.3).inplace(true)).ptr()},
       {"torch.nn.ELU", torch::nn::ELU(torch::nn::ELUOptions().alpha(0.7).inplace(true)).ptr()},
   };
 }
