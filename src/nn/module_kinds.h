@@ -23,13 +23,17 @@ const Impl& as(const torch::nn::Module& m) {
   return dynamic_cast<const Impl&>(m);  // torch::nn::Module is a virtual base
 }
 
+/// The input of a module taking one Tensor; c10::Error otherwise.
+inline const at::Tensor& only_tensor_input(const torch::nn::Module& m, const std::vector<c10::IValue>& in) {
+  TORCH_CHECK(in.size() == 1 && in[0].isTensor(), m.name(), " takes one Tensor input, got ", in.size(), " input(s)");
+  return in[0].toTensor();
+}
+
 /// forward(Tensor) of a module taking one input.
 template <typename Impl>
 ir::ModuleForward unary_forward() {
   return [](torch::nn::Module& m, std::vector<c10::IValue>& in) -> c10::IValue {
-    TORCH_CHECK(in.size() == 1 && in[0].isTensor(), m.name(), " takes one Tensor input, got ",
-                in.size(), " input(s)");
-    return dynamic_cast<Impl&>(m).forward(in[0].toTensor());
+    return dynamic_cast<Impl&>(m).forward(only_tensor_input(m, in));
   };
 }
 
@@ -45,9 +49,7 @@ void add_kind(const std::string& name, ir::ModuleExtraRepr extra_repr,
 template <typename Impl>
 ir::ModuleForward unary_fresh_forward(at::Tensor (*fn)(const Impl&, const at::Tensor&)) {
   return [fn](torch::nn::Module& m, std::vector<c10::IValue>& in) -> c10::IValue {
-    TORCH_CHECK(in.size() == 1 && in[0].isTensor(), m.name(), " takes one Tensor input, got ",
-                in.size(), " input(s)");
-    return fn(dynamic_cast<const Impl&>(m), in[0].toTensor());
+    return fn(dynamic_cast<const Impl&>(m), only_tensor_input(m, in));
   };
 }
 

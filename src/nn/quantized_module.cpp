@@ -172,8 +172,7 @@ c10::IValue QuantizedModuleImpl::argument(const std::string& token, const std::v
   return c10::IValue();
 }
 
-c10::IValue QuantizedModuleImpl::forward(const std::vector<c10::IValue>& inputs) {
-  TORCH_CHECK(!inputs.empty() && inputs[0].isTensor(), type_name_, " takes a tensor input");
+std::vector<c10::IValue> QuantizedModuleImpl::call_arguments(const std::vector<c10::IValue>& inputs) const {
   std::vector<c10::IValue> args;
   args.reserve(call_.args.size());
   for (const std::string& token : call_.args) args.push_back(argument(token, inputs));
@@ -185,16 +184,21 @@ c10::IValue QuantizedModuleImpl::forward(const std::vector<c10::IValue>& inputs)
       if (call_.args[i] == "$0") args[i] = padded;
     }
   }
-  if (call_.op.empty()) return args.empty() ? inputs[0] : args[0];
+  return args;
+}
+
+c10::IValue QuantizedModuleImpl::forward(const std::vector<c10::IValue>& inputs) {
+  TORCH_CHECK(!inputs.empty() && inputs[0].isTensor(), type_name_, " takes a tensor input");
+  if (call_.op.empty()) {
+    std::vector<c10::IValue> args = call_arguments(inputs);
+    return args.empty() ? inputs[0] : args[0];
+  }
   try {
-    return detail::call_op(call_.op.c_str(), call_.overload.c_str(), args);
+    return detail::call_op(call_.op.c_str(), call_.overload.c_str(), call_arguments(inputs));
   } catch (const std::exception& e) {
     if (!is_reorder_failure(e) || !repack_convolution()) throw;
   }
-  for (size_t i = 0; i < call_.args.size(); ++i) {
-    if (call_.args[i] == "_packed_params") args[i] = attribute("_packed_params");
-  }
-  return detail::call_op(call_.op.c_str(), call_.overload.c_str(), std::move(args));
+  return detail::call_op(call_.op.c_str(), call_.overload.c_str(), call_arguments(inputs));
 }
 
 bool QuantizedModuleImpl::repack_convolution() {

@@ -12,12 +12,12 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
-
-#include <future>
-#include <memory>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
+
+#include <future>
+#include <memory>
 
 namespace qfx::quant {
 namespace {

@@ -60,6 +60,8 @@ class QuantizedModuleImpl : public torch::nn::Module {
 
  private:
   c10::IValue argument(const std::string& token, const std::vector<c10::IValue>& inputs) const;
+  /// The op's arguments for `inputs` (padded first for a non-zeros padding mode).
+  std::vector<c10::IValue> call_arguments(const std::vector<c10::IValue>& inputs) const;
   /// LibTorch 1.13's onednn quantized convolution reorders its packed
   /// weights in place for the input shape and thread count of its first run;
   /// on CPUs with AVX-512 VNNI a run with another shape or thread count can
