@@ -177,11 +177,8 @@ QuantizedPtr conv(const std::string& type, Source src, const Output& output) {
   std::string dims = std::to_string(d) + "d";
   at::Tensor w = ref.quantized_weight();
   c10::IValue bias = optional_tensor(param(ref, "bias"));
-  c10::IValue packed =
-      transposed ? call_op(("quantized::conv_transpose" + dims + "_prepack").c_str(), "",
-                           {w, bias, s.stride, pack_padding, s.output_padding, s.dilation, s.groups})
-                 : call_op(("quantized::conv" + dims + "_prepack").c_str(), "",
-                           {w, bias, s.stride, pack_padding, s.dilation, s.groups});
+  c10::IValue packed = detail::prepack_conv(dims, transposed, w, bias,
+                                            {s.stride, pack_padding, s.output_padding, s.dilation, s.groups});
   QuantizedAttributes attrs = output_attributes(out);
   attrs.emplace_back("_packed_params", packed);
   attrs.emplace_back("padding_mode", s.padding_mode);

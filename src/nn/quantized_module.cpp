@@ -99,13 +99,10 @@ c10::IValue repacked_conv(const c10::IValue& packed, const std::string& dims) {
   auto ask = [&](const std::string& what) { return detail::call_op((prefix + what).c_str(), "", {packed}); };
   std::vector<c10::IValue> unpacked = detail::call_op_returning_all((prefix + "unpack").c_str(), "", {packed});
   TORCH_CHECK(unpacked.size() == 2, "quantized::conv", dims, "_unpack returned ", unpacked.size(), " values");
-  if (ask("transpose").toInt() != 0) {
-    return detail::call_op(("quantized::conv_transpose" + dims + "_prepack").c_str(), "",
-                           {unpacked[0], unpacked[1], ask("stride"), ask("padding"), ask("output_padding"),
-                            ask("dilation"), ask("groups")});
-  }
-  return detail::call_op(("quantized::conv" + dims + "_prepack").c_str(), "",
-                         {unpacked[0], unpacked[1], ask("stride"), ask("padding"), ask("dilation"), ask("groups")});
+  const bool transposed = ask("transpose").toInt() != 0;
+  return detail::prepack_conv(dims, transposed, unpacked[0], unpacked[1],
+                              {ask("stride"), ask("padding"), transposed ? ask("output_padding") : c10::IValue(),
+                               ask("dilation"), ask("groups")});
 }
 
 }  // namespace
@@ -134,6 +131,16 @@ c10::IValue call_op(const char* name, const char* overload, std::vector<c10::IVa
   std::vector<c10::IValue> out = call_op_returning_all(name, overload, std::move(args));
   TORCH_CHECK(out.size() == 1, name, " returned ", out.size(), " values");
   return std::move(out[0]);
+}
+
+c10::IValue prepack_conv(const std::string& dims, bool transposed, const c10::IValue& weight, const c10::IValue& bias,
+                         const ConvPrepackSettings& s) {
+  if (transposed) {
+    return call_op(("quantized::conv_transpose" + dims + "_prepack").c_str(), "",
+                   {weight, bias, s.stride, s.padding, s.output_padding, s.dilation, s.groups});
+  }
+  return call_op(("quantized::conv" + dims + "_prepack").c_str(), "",
+                 {weight, bias, s.stride, s.padding, s.dilation, s.groups});
 }
 
 }  // namespace detail
