@@ -72,8 +72,9 @@ class WorkerThread {
   /// Queues `task`, which keeps `bytes` of input alive until it has run.
   /// `where` prefixes its error message ("While executing %obs ...").
   void submit(std::function<void()> task, size_t bytes, std::string where);
-  /// Waits until every queued task has run; then re-issues their warnings
-  /// and raises the first error, if any.
+  /// Waits until every queued task has run (spinning a while first when a
+  /// core is idle); then re-issues their warnings and raises the first
+  /// error, if any.
   void drain();
 
  private:
@@ -86,12 +87,20 @@ class WorkerThread {
 
   WorkerThread();
   void loop();
+  /// Waits, under `lock`, for a task or stop_: first spinning a while when a
+  /// core is idle (waking a sleeping thread costs the submitter a system
+  /// call and the task the wake-up's latency), then asleep on work_.
+  void wait_for_work(std::unique_lock<std::mutex>& lock);
 
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable work_;     // tasks queued or stop_, for a sleeping worker
+  std::condition_variable changed_;  // tasks done, bytes given back
   std::deque<Task> queue_;
+  std::atomic<size_t> queued_{0};    // queue_.size(), read while spinning
+  std::atomic<size_t> unfinished_{0};  // tasks queued or running, read while spinning
   size_t pending_bytes_ = 0;
   bool busy_ = false;
+  bool sleeping_ = false;            // the worker waits on work_
   bool stop_ = false;
   std::string error_;
   KeptWarnings warnings_;  // the tasks' warnings, issued by drain()
