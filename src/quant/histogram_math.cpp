@@ -139,6 +139,25 @@ void positions(const float* x, int64_t n, const Binning& range, int32_t* pos) {
   for (; i < n; ++i) pos[i] = position(x[i], range, scale, width);
 }
 
+// Elements whose bin positions are worked out at a time (on the stack).
+constexpr int64_t kBlock = 1024;
+
+// count_range for fewer elements than slots: straight into `counts`, where
+// zeroing and adding up sub-histograms would cost more than the counting.
+void count_few(const float* data, int64_t first, int64_t last, const Binning& range, std::vector<int64_t>& counts,
+               std::atomic<bool>* outside) {
+  int32_t pos[kBlock];
+  for (int64_t begin = first; begin < last; begin += kBlock) {
+    const int64_t n = std::min(kBlock, last - begin);
+    positions(data + begin, n, range, pos);
+    for (int64_t i = 0; i < n; ++i) ++counts[pos[i]];
+    if (outside != nullptr && (counts.back() != 0 || outside->load())) {
+      outside->store(true);
+      return;
+    }
+  }
+}
+
 // Counts elements [first, last) into `counts` (bins + 2 slots; the last one
 // takes what falls outside). Four interleaved sub-histograms keep runs of
 // equal values (ReLU zeros) from serializing on one counter; their 32-bit
@@ -147,10 +166,10 @@ void positions(const float* x, int64_t n, const Binning& range, int32_t* pos) {
 // outside the range (or once another chunk has found one) and sets it.
 void count_range(const float* data, int64_t first, int64_t last, const Binning& range, std::vector<int64_t>& counts,
                  std::atomic<bool>* outside = nullptr) {
-  constexpr int64_t kBlock = 1024;
   constexpr int64_t kWays = 4;
   constexpr int64_t kFlushEvery = int64_t{1} << 31;
   const int64_t slots = range.bins + 2;
+  if (last - first <= slots) return count_few(data, first, last, range, counts, outside);
   std::vector<uint32_t> sub(kWays * slots, 0);
   auto flush = [&] {
     for (int64_t w = 0; w < kWays; ++w) {
