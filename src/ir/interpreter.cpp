@@ -13,15 +13,12 @@
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/op_registry.h"
-#include "blas_threads.h"
 #include "worker_thread.h"
 
 #include <c10/util/Exception.h>
 #include <torch/nn/module.h>
 
 #include <algorithm>
-#include <optional>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -382,8 +379,6 @@ c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
   const bool later = observer_thread_ != ObserverThread::kOff && p.has_observers &&
                      (observer_thread_ == ObserverThread::kOn || detail::idle_core_available());
   detail::WorkerThread* observers = later ? &detail::WorkerThread::instance() : nullptr;
-  std::optional<detail::BlasThreadsCap> blas;  // OpenBLAS leaves the observer thread its core
-  if (later) blas.emplace(static_cast<int>(std::thread::hardware_concurrency()) - 1);
   auto wait_for_observers = [&] {  // their errors name the observer node
     try {
       observers->drain();

@@ -8,7 +8,6 @@
 #include "qfx/ir/parser.h"
 #include "qfx/quant/histogram_observer.h"
 #include "qfx/quant/min_max_observers.h"
-#include "support/openblas.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -17,10 +16,8 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
 
-#include <algorithm>
 #include <future>
 #include <memory>
-#include <thread>
 
 namespace qfx::quant {
 namespace {
@@ -140,24 +137,6 @@ TEST(ObserverThread, InPlaceActivationAfterAnObservedConvKeepsItsInput) {
     EXPECT_FALSE(relu_out.is_same(conv_out));
     EXPECT_LT(conv_out.min().item<float>(), 0.0f) << "the conv's output was clamped";
     EXPECT_TRUE(at::equal(relu_out, at::relu(conv_out)));
-  }
-}
-
-// While observers run on the observer thread, OpenBLAS (the float path's
-// sgemm) leaves that thread a core: at most hardware threads - 1 of its own.
-TEST(ObserverThread, OpenBlasLeavesTheObserverThreadACore) {
-  const int hardware = static_cast<int>(std::thread::hardware_concurrency());
-  test::OpenBlasThreadsGuard all(std::max(2, hardware));
-  for (Mode mode : {Mode::kOn, Mode::kOff}) {
-    auto gm = observed_model();
-    ir::Interpreter interpreter(*gm);
-    interpreter.set_observer_thread(mode);
-    std::vector<int> during;
-    interpreter.set_node_hook([&](const ir::Node&, const c10::IValue&) { during.push_back(test::openblas_threads()); });
-    interpreter.run({batches()[0]});
-    const int expected = mode == Mode::kOn ? std::max(1, hardware - 1) : std::max(2, hardware);
-    for (int threads : during) EXPECT_EQ(threads, expected) << (mode == Mode::kOn ? "observer thread" : "in line");
-    EXPECT_EQ(test::openblas_threads(), std::max(2, hardware)) << "after run";
   }
 }
 
