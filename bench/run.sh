@@ -133,9 +133,10 @@ for r in rows:
           f"| {p['sqnr_db']:.1f} / {q['sqnr_db']:.1f} | {p['peak_rss_mb']:.0f} / {q['peak_rss_mb']:.0f} |")
 PY
 
-# Scaling with graph size (qfx only), each size in a fresh process
+# Scaling with graph size (qfx only), each size in a fresh process: a first
+# run (one-time set-up included), then the median of 3 more
 echo
-echo "Scaling: prepare_fx + convert_fx on synthetic conv-bn-relu chains with residual adds (bench_scaling, one process per size)"
+echo "Scaling: prepare_fx + convert_fx on synthetic conv-bn-relu chains with residual adds (bench_scaling, one process per size; median of 3 runs after a first one, shown apart)"
 echo
 scaling=$(mktemp -d)
 for nodes in 1000 5000 20000 100000; do "$build/bin/bench_scaling" "$nodes" >"$scaling/$nodes.md"; done
