@@ -69,7 +69,6 @@ void WorkerThread::submit(std::function<void()> task, size_t bytes, std::string 
   changed_.wait(lock, [&] { return pending_bytes_ == 0 || pending_bytes_ + bytes <= kMaxPendingBytes; });
   pending_bytes_ += bytes;
   queue_.push_back({std::move(task), bytes, std::move(where), at::ThreadLocalState()});
-  queued_.store(queue_.size(), std::memory_order_release);
   ++unfinished_;
   if (sleeping_) work_.notify_one();
 }
@@ -80,7 +79,7 @@ void WorkerThread::drain() {
   if (idle_core_available()) spin_until([&] { return unfinished_.load(std::memory_order_acquire) == 0; });
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    changed_.wait(lock, [&] { return unfinished_ == 0; });
     std::swap(warnings, warnings_);
     error.swap(error_);
   }
@@ -101,8 +100,6 @@ void WorkerThread::loop() {
     if (queue_.empty()) return;  // stop_
     Task task = std::move(queue_.front());
     queue_.pop_front();
-    queued_.store(queue_.size(), std::memory_order_release);
-    busy_ = true;
     const bool skip = !error_.empty();  // after an error, the rest of the run is dropped
     lock.unlock();
     std::string failure;
@@ -121,7 +118,6 @@ void WorkerThread::loop() {
     lock.lock();
     if (!failure.empty() && error_.empty()) error_ = std::move(failure);
     pending_bytes_ -= task.bytes;
-    busy_ = false;
     --unfinished_;
     changed_.notify_all();
   }
@@ -130,7 +126,8 @@ void WorkerThread::loop() {
 void WorkerThread::wait_for_work(std::unique_lock<std::mutex>& lock) {
   if (idle_core_available()) {
     lock.unlock();
-    spin_until([&] { return queued_.load(std::memory_order_acquire) > 0; });
+    // nothing runs while the worker waits: the unfinished tasks are queued ones
+    spin_until([&] { return unfinished_.load(std::memory_order_acquire) > 0; });
     lock.lock();
   }
   sleeping_ = true;

@@ -96,10 +96,8 @@ class WorkerThread {
   std::condition_variable work_;     // tasks queued or stop_, for a sleeping worker
   std::condition_variable changed_;  // tasks done, bytes given back
   std::deque<Task> queue_;
-  std::atomic<size_t> queued_{0};    // queue_.size(), read while spinning
-  std::atomic<size_t> unfinished_{0};  // tasks queued or running, read while spinning
+  std::atomic<size_t> unfinished_{0};  // tasks queued or running, also read while spinning
   size_t pending_bytes_ = 0;
-  bool busy_ = false;
   bool sleeping_ = false;            // the worker waits on work_
   bool stop_ = false;
   std::string error_;
