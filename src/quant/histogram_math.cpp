@@ -8,6 +8,8 @@
 
 #include "histogram_math.h"
 
+#include "cpu_features.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
@@ -89,14 +91,7 @@ __attribute__((target("avx2"))) int64_t positions_avx2(const float* x, int64_t n
 }  // namespace
 
 bool& histc_uses_avx2() {
-#ifdef QFX_HISTC_AVX2
-  static bool use = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-#else
-  static bool use = false;
-#endif
+  static bool use = cpu_has_avx2();
   return use;
 }
 

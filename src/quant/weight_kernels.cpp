@@ -1,9 +1,11 @@
 // Weight kernels. quantize_channels reproduces ATen's quantize_val:
 // q = clamp(int64(zero_point + nearbyint(x * (1.0f / float(scale)))), qmin,
-// qmax), the sum in float; SSE2's float-to-int conversion rounds to nearest
-// even as nearbyint does.
+// qmax), the sum in float; SSE2's and AVX2's float-to-int conversions round
+// to nearest even as nearbyint does.
 
 #include "weight_kernels.h"
+
+#include "cpu_features.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -17,18 +19,58 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QFX_WEIGHT_AVX2 1
+#endif
 
 namespace qfx::quant::detail {
 
+bool& weight_kernels_use_avx2() {
+  static bool use = cpu_has_avx2();
+  return use;
+}
+
 namespace {
+
+#ifdef QFX_WEIGHT_AVX2
+/// The first n - n % 32 of n >= 32 floats, 32 at a time in four pairs of
+/// registers: their minimum, maximum and whether one is NaN.
+__attribute__((target("avx2"))) int64_t minmax_avx2(const float* x, int64_t n, float* lo, float* hi, bool* nan) {
+  __m256 l[4], h[4], unordered = _mm256_setzero_ps();
+  for (int k = 0; k < 4; ++k) {
+    l[k] = h[k] = _mm256_loadu_ps(x + 8 * k);
+    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(l[k], l[k], _CMP_UNORD_Q));
+  }
+  int64_t i = 32;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 4; ++k) {
+      const __m256 v = _mm256_loadu_ps(x + i + 8 * k);
+      l[k] = _mm256_min_ps(l[k], v);
+      h[k] = _mm256_max_ps(h[k], v);
+      unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    }
+  }
+  alignas(32) float ls[8], hs[8];
+  _mm256_store_ps(ls, _mm256_min_ps(_mm256_min_ps(l[0], l[1]), _mm256_min_ps(l[2], l[3])));
+  _mm256_store_ps(hs, _mm256_max_ps(_mm256_max_ps(h[0], h[1]), _mm256_max_ps(h[2], h[3])));
+  *lo = *std::min_element(ls, ls + 8);
+  *hi = *std::max_element(hs, hs + 8);
+  *nan = _mm256_movemask_ps(unordered) != 0;
+  return i;
+}
+#endif
 
 /// Minimum and maximum of n floats; NaN if any is NaN.
 std::pair<float, float> span_minmax(const float* x, int64_t n) {
   float lo = x[0], hi = x[0];
   bool nan = false;
   int64_t i = 0;
+#ifdef QFX_WEIGHT_AVX2
+  if (n >= 32 && weight_kernels_use_avx2()) i = minmax_avx2(x, n, &lo, &hi, &nan);
+#endif
 #ifdef __SSE2__
-  if (n >= 4) {
+  if (i == 0 && n >= 4) {
     __m128 vlo = _mm_loadu_ps(x), vhi = vlo, vnan = _mm_cmpunord_ps(vlo, vlo);
     for (i = 4; i + 4 <= n; i += 4) {
       __m128 v = _mm_loadu_ps(x + i);
@@ -87,7 +129,37 @@ inline void store16(__m128i a, __m128i b, __m128i c, __m128i d, Q* out) {
 }
 #endif
 
-/// n elements of one channel, sixteen at a time where all sixteen products
+#ifdef QFX_WEIGHT_AVX2
+/// scaled4, rounded4 and store16 eight lanes wide: 32 elements at a time
+/// while all 32 products are finite and below 2^30 in magnitude. Returns
+/// where it stopped (a multiple of 32, or the first block it left).
+template <typename Q>
+__attribute__((target("avx2"))) int64_t quantize_avx2(const float* x, int64_t n, float inv_scale, float zp, Q* out) {
+  const __m256 vinv = _mm256_set1_ps(inv_scale), vzp = _mm256_set1_ps(zp);
+  const __m256 vabs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), vlimit = _mm256_set1_ps(1073741824.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256 p[4], large = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+      p[k] = _mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * k), vinv);
+      large = _mm256_or_ps(large, _mm256_cmp_ps(_mm256_and_ps(p[k], vabs), vlimit, _CMP_NLT_UQ));
+    }
+    if (_mm256_movemask_ps(large) != 0) break;  // large, infinite or NaN: the narrower paths
+    __m256i r[4];
+    for (int k = 0; k < 4; ++k) {
+      r[k] = _mm256_cvttps_epi32(_mm256_add_ps(vzp, _mm256_cvtepi32_ps(_mm256_cvtps_epi32(p[k]))));
+    }
+    const __m256i low = _mm256_packs_epi32(r[0], r[1]), high = _mm256_packs_epi32(r[2], r[3]);
+    const __m256i q = std::is_signed_v<Q> ? _mm256_packs_epi16(low, high) : _mm256_packus_epi16(low, high);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_permutevar8x32_epi32(q, order));
+  }
+  return i;
+}
+#endif
+
+/// n elements of one channel: 32 at a time with AVX2 up to the first block
+/// with a large product, then sixteen at a time where all sixteen products
 /// are finite and below 2^30 in magnitude (the rest, rare, one at a time as
 /// ATen).
 template <typename Q>
@@ -95,6 +167,9 @@ void quantize_span(const float* x, int64_t n, double scale, int64_t zero_point, 
   const float inv_scale = 1.0f / static_cast<float>(scale);
   const auto zp = static_cast<float>(zero_point);
   int64_t i = 0;
+#ifdef QFX_WEIGHT_AVX2
+  if (weight_kernels_use_avx2()) i = quantize_avx2<Q>(x, n, inv_scale, zp, out);
+#endif
 #ifdef __SSE2__
   const __m128 vinv = _mm_set1_ps(inv_scale), vzp = _mm_set1_ps(zp);
   for (; i + 16 <= n; i += 16) {

@@ -1,7 +1,7 @@
 #pragma once
 // Kernels for the weights convert works on, written as loops that give the
 // same values as the ATen ops PyTorch 1.13 runs for them, parallel over
-// channels:
+// channels (SSE2, and AVX2 chosen at run time):
 //
 //   row_aminmax           at::aminmax(rows, 1): per-row minimum and maximum
 //   quantize_channels     at::quantize_per_channel to qint8 / quint8
@@ -12,6 +12,11 @@
 #include <utility>
 
 namespace qfx::quant::detail {
+
+/// Whether row_aminmax, quantize_channels and quantize_tensor take 32
+/// elements at a time with AVX2 (on by default when the CPU has it); tests
+/// switch it off to check the SSE2 / scalar paths too.
+bool& weight_kernels_use_avx2();
 
 /// `at::aminmax(rows, 1)` for a 2-d float32 tensor: each row's minimum and
 /// maximum (NaN if the row has one), as float32 tensors of `rows.size(0)`.

@@ -12,14 +12,29 @@
 namespace qfx::quant::detail {
 namespace {
 
+// Runs `body` with the AVX2 paths on (where the CPU has them) and off.
+template <typename Body>
+void with_and_without_avx2(Body body) {
+  const bool saved = weight_kernels_use_avx2();
+  for (bool avx2 : {saved, false}) {
+    SCOPED_TRACE(avx2 ? "AVX2" : "SSE2");
+    weight_kernels_use_avx2() = avx2;
+    body();
+  }
+  weight_kernels_use_avx2() = saved;
+}
+
 /// Weights with the awkward cases mixed in: exact .5 ties of the scale,
-/// values beyond every clamp, zeros of both signs, and (if asked) NaN / inf.
+/// values beyond every clamp, zeros of both signs, and (if asked) NaN / inf
+/// and values beyond 2^31 (those two go one at a time, the rest 16 or 32 at
+/// a time).
 at::Tensor awkward_weights(at::IntArrayRef shape, double scale, bool non_finite) {
   at::Tensor w = at::randn(shape) * 0.2;
   at::Tensor flat = w.view({-1});
   const int64_t n = flat.numel();
   for (int64_t i = 0; i < n; i += 7) flat[i] = (std::floor(i / 7.0) - 40 + 0.5) * scale;  // ties
-  for (int64_t i = 3; i < n; i += 97) flat[i] = (i % 2 ? 1 : -1) * 3e9 * scale;           // beyond 2^31
+  const double beyond = non_finite ? 3e9 : 200.0;  // beyond 2^31, or only beyond the clamps
+  for (int64_t i = 3; i < n; i += 97) flat[i] = (i % 2 ? 1 : -1) * beyond * scale;
   for (int64_t i = 5; i < n; i += 89) flat[i] = (i % 2) ? 0.0 : -0.0;
   if (non_finite) {
     flat[1] = NAN;
@@ -29,7 +44,7 @@ at::Tensor awkward_weights(at::IntArrayRef shape, double scale, bool non_finite)
   return w;
 }
 
-TEST(WeightKernels, QuantizePerChannelLikeATen) {
+void quantize_per_channel_like_aten() {
   at::manual_seed(3);
   const std::vector<std::vector<int64_t>> shapes = {{16, 3, 3, 3}, {7, 5}, {4, 8, 1, 1}, {3, 6, 5, 5}, {33}, {6, 40, 3, 3}};
   for (const auto& shape : shapes) {
@@ -59,6 +74,8 @@ TEST(WeightKernels, QuantizePerChannelLikeATen) {
   }
 }
 
+TEST(WeightKernels, QuantizePerChannelLikeATen) { with_and_without_avx2(quantize_per_channel_like_aten); }
+
 TEST(WeightKernels, FloatZeroPointsKeepFloatQParams) {
   at::Tensor w = at::randn({10, 8});
   at::Tensor scales = at::rand({10}) * 0.1 + 0.01, zps = at::randn({10});
@@ -74,7 +91,7 @@ TEST(WeightKernels, QuantizePerChannelKeepsATenErrors) {
   EXPECT_THROW(quantize_channels(w, at::ones({3}), at::zeros({3}, at::kLong), 0, at::kQInt8), c10::Error);
 }
 
-TEST(WeightKernels, QuantizePerTensorLikeATen) {
+void quantize_per_tensor_like_aten() {
   at::manual_seed(5);
   const std::vector<std::vector<int64_t>> shapes = {{16, 3, 3, 3}, {7, 5}, {64, 256, 1, 1}, {33}, {1000, 70}};
   for (const auto& shape : shapes) {
@@ -100,6 +117,8 @@ TEST(WeightKernels, QuantizePerTensorLikeATen) {
   }
 }
 
+TEST(WeightKernels, QuantizePerTensorLikeATen) { with_and_without_avx2(quantize_per_tensor_like_aten); }
+
 TEST(WeightKernels, QuantizePerTensorLeavesOtherCasesToATen) {
   at::Tensor w = at::randn({6, 4});
   at::Tensor s = at::scalar_tensor(0.02), zp = at::scalar_tensor(3, at::kLong);
@@ -112,9 +131,9 @@ TEST(WeightKernels, QuantizePerTensorLeavesOtherCasesToATen) {
   EXPECT_THROW(quantize_tensor(w, s, at::scalar_tensor(-129, at::kLong), at::kQInt8), c10::Error);
 }
 
-TEST(WeightKernels, RowMinMaxLikeATen) {
+void row_min_max_like_aten() {
   at::manual_seed(4);
-  for (int64_t width : {1, 3, 4, 9, 1000}) {
+  for (int64_t width : {1, 3, 4, 9, 37, 64, 1000}) {
     at::Tensor rows = at::randn({37, width}) * 10;
     rows[5][width - 1] = NAN;
     rows[9][0] = INFINITY;
@@ -126,6 +145,8 @@ TEST(WeightKernels, RowMinMaxLikeATen) {
     ASSERT_TRUE(std::isnan(lo[5].item<float>()) && std::isnan(hi[5].item<float>()));
   }
 }
+
+TEST(WeightKernels, RowMinMaxLikeATen) { with_and_without_avx2(row_min_max_like_aten); }
 
 }  // namespace
 }  // namespace qfx::quant::detail
