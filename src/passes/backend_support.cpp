@@ -24,6 +24,13 @@ std::string name_of(const TargetDtype& dtype) {
   return ir::dtype_name(*dtype);
 }
 
+/// " (set by %view's shape arguments)" when a shape op's argument gave the
+/// node its dtype, else "".
+std::string set_by_note(const DtypeInfo& info) {
+  if (info.set_by == nullptr) return "";
+  return " (set by %" + info.set_by->name() + "'s " + info.set_by->target() + " arguments)";
+}
+
 /// The observer inside a fake-quantize module (PyTorch's
 /// _get_observer_from_activation_post_process).
 const quant::ActivationPostProcess& observer_of(const quant::ActivationPostProcess& app) {
@@ -107,7 +114,7 @@ std::string input_violation(const ir::Node& node, const ir::Argument& arg, const
   if (info.input != config.input_dtype.dtype || config.is_dynamic.value_or(false) != info.input_is_dynamic) {
     return std::string("input dtype ") + name_of(info.input) + (info.input_is_dynamic ? " (dynamic)" : "") +
            " is not the backend's " + name_of(config.input_dtype.dtype) +
-           (config.is_dynamic.value_or(false) ? " (dynamic)" : "");
+           (config.is_dynamic.value_or(false) ? " (dynamic)" : "") + set_by_note(info);
   }
   return constraint_violation(qconfig.activation, config.input_dtype, "activation");
 }

@@ -56,14 +56,15 @@ constexpr KnownArgs kKnownArgs[] = {
     {"view", c10::kLong, -1},
 };
 
-void propagate(const ir::Node& node, c10::ScalarType dtype, std::unordered_map<const ir::Node*, DtypeInfo>& infos,
-               const QuantMatches& matches) {
+void propagate(const ir::Node& node, c10::ScalarType dtype, const ir::Node& set_by,
+               std::unordered_map<const ir::Node*, DtypeInfo>& infos, const QuantMatches& matches) {
   infos[&node].input = dtype;
   infos[&node].input_is_dynamic = false;
   infos[&node].output = dtype;
+  infos[&node].set_by = &set_by;
   auto match = matches.find(&node);
   if (match == matches.end() || !match->second->shares_observer() || node.args().empty()) return;
-  if (node.args()[0].is_node()) propagate(*node.args()[0].to_node(), dtype, infos, matches);
+  if (node.args()[0].is_node()) propagate(*node.args()[0].to_node(), dtype, set_by, infos, matches);
 }
 
 void propagate_known(const ir::Node& node, std::unordered_map<const ir::Node*, DtypeInfo>& infos,
@@ -77,7 +78,7 @@ void propagate_known(const ir::Node& node, std::unordered_map<const ir::Node*, D
       const ir::Argument& arg = node.args()[i];
       std::vector<ir::Argument> items = arg.has_items() ? arg.items() : std::vector<ir::Argument>{arg};
       for (const ir::Argument& item : items) {
-        if (item.is_node()) propagate(*item.to_node(), known.dtype, infos, matches);
+        if (item.is_node()) propagate(*item.to_node(), known.dtype, node, infos, matches);
       }
     }
   }

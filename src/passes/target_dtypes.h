@@ -29,6 +29,9 @@ struct DtypeInfo {
   TargetDtype output;
   TargetDtype weight;
   TargetDtype bias;
+  /// The shape op (view, size, ...) whose non-tensor argument set input and
+  /// output (PyTorch's propagate_dtypes_for_known_nodes), or null.
+  const ir::Node* set_by = nullptr;
 };
 
 /// Where functional ops take their weight and bias (input_type_to_index).

@@ -105,6 +105,29 @@ TEST(InsertObservers, FixedQParamsOpWithoutItsObserverStaysFloatWithAWarning) {
       << warnings.messages[0];
 }
 
+TEST(InsertObservers, ValueFeedingAShapeArgumentStaysFloatNamingTheShapeOp) {
+  // view's shape arguments are ints (PyTorch's propagate_dtypes_for_known_nodes):
+  // size shares its input's observer, so contiguous, which size reads, is marked int too
+  auto gm = std::make_unique<ir::GraphModule>(ir::make_container_module(), ir::parse_graph(R"(graph():
+    %x : [num_users=1] = placeholder[target=x]
+    %contiguous : [num_users=2] = call_method[target=contiguous](args = (%x,), kwargs = {})
+    %size : [num_users=1] = call_method[target=size](args = (%contiguous, 0), kwargs = {})
+    %view : [num_users=1] = call_method[target=view](args = (%contiguous, %size, -1), kwargs = {})
+    return view)"));
+  WarningCollector warnings;
+  insert_observers(*gm, global_qconfig(quant::get_default_qconfig("onednn")));
+  std::string all;
+  for (const std::string& message : warnings.messages) all += message + "\n";
+  EXPECT_NE(all.find("prepare: %contiguous (contiguous) stays float: input dtype int is not the backend's "
+                     "torch.quint8 (set by %view's view arguments)\n"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("prepare: %size (size) stays float: input dtype int is not the backend's torch.quint8 (set by "
+                     "%view's view arguments)\n"),
+            std::string::npos)
+      << all;
+}
+
 /// The warnings insert-observers gives for linear -> sigmoid under onednn's
 /// default qconfig (quant range 0..255, eps float32's) with a backend that
 /// runs torch.nn.Linear only under `input_constraints`.
