@@ -37,6 +37,15 @@ void HistogramObserverImpl::start_histogram(const at::Tensor& x, const at::Tenso
 
 namespace {
 
+/// A one-element buffer's value: read in place when it is a float32 CPU
+/// tensor (`item()` is a dispatched op, and forward reads two per batch).
+float value_of(const at::Tensor& buffer) {
+  if (buffer.device().is_cpu() && buffer.scalar_type() == at::kFloat && buffer.numel() == 1) {
+    return *buffer.data_ptr<float>();
+  }
+  return buffer.item<float>();
+}
+
 // HistogramObserver._adjust_min_max: the combined range widened so that it is
 // a whole number of the current histogram's upsampled bins.
 struct AdjustedRange {
@@ -91,15 +100,15 @@ bool HistogramObserverImpl::add_if_inside(const at::Tensor& x, float current_min
   if (!range_is_kept_) return false;
   std::optional<at::Tensor> counts = detail::histc_inside(x, options.bins(), current_min, current_max);
   if (!counts) return false;
-  histogram.copy_(*counts + histogram);
+  histogram.add_(*counts);  // counts + histogram, as Python adds them (addition commutes)
   return true;
 }
 
 at::Tensor HistogramObserverImpl::forward(const at::Tensor& x_orig) {
   if (x_orig.numel() == 0) return x_orig;
   at::Tensor x = x_orig.detach().to(at::kFloat);
-  float current_min = min_val.item<float>();
-  float current_max = max_val.item<float>();
+  float current_min = value_of(min_val);
+  float current_max = value_of(max_val);
   bool uninitialized = current_min == INFINITY && current_max == -INFINITY;
   bool started = !uninitialized && current_min != current_max;
   if (started && add_if_inside(x, current_min, current_max)) return x_orig;
