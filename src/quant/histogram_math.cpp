@@ -25,10 +25,6 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define QFX_HISTC_AVX2 1
-#endif
 
 namespace qfx::quant::detail {
 
@@ -63,7 +59,7 @@ int32_t position(float elt, const Binning& range, float scale, float width) {
   return std::min(p, range.bins - 1);
 }
 
-#ifdef QFX_HISTC_AVX2
+#ifdef QFX_AVX2_KERNELS
 // The SSE2 loop of `positions` eight at a time, for CPUs with AVX2 (chosen
 // at run time; the library is built for baseline x86-64). Returns how many
 // elements it did.
@@ -111,7 +107,7 @@ void positions(const float* x, int64_t n, const Binning& range, int32_t* pos) {
     for (; i < n; ++i) pos[i] = inside(x[i], range) ? 0 : range.bins + 1;
     return;
   }
-#ifdef QFX_HISTC_AVX2
+#ifdef QFX_AVX2_KERNELS
   if (histc_uses_avx2()) i = positions_avx2(x, n, range, scale, width, pos);
 #endif
 #ifdef __SSE2__
@@ -362,7 +358,7 @@ float l2_norm(float begin, float end, float density) {
   return density * ((end * end * end - begin * begin * begin) / 3.0f);
 }
 
-#ifdef QFX_HISTC_AVX2
+#ifdef QFX_AVX2_KERNELS
 // dst_bin of four floats: the double quotient truncated, clamped to [0,
 // last] (max_pd gives its second operand, 0, for a NaN quotient).
 __attribute__((target("avx2"))) inline __m128 dst_bins4_avx2(__m128 a, __m256d b, __m256d last) {
@@ -457,7 +453,7 @@ double quantization_error(const at::Tensor& histogram, double bin_width, int64_t
   norms.resize(static_cast<size_t>(bins));
   float* norm = norms.data();
   int64_t k = 0;
-#ifdef QFX_HISTC_AVX2
+#ifdef QFX_AVX2_KERNELS
   // bin indices as int32 lanes, floats exactly below 2^24
   if (histc_uses_avx2() && bins < (int64_t{1} << 23) && start_bin < bins) k = norms_avx2(hist, bins, terms, norm);
 #endif

@@ -19,10 +19,6 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define QFX_WEIGHT_AVX2 1
-#endif
 
 namespace qfx::quant::detail {
 
@@ -33,7 +29,7 @@ bool& weight_kernels_use_avx2() {
 
 namespace {
 
-#ifdef QFX_WEIGHT_AVX2
+#ifdef QFX_AVX2_KERNELS
 /// The first n - n % 32 of n >= 32 floats, 32 at a time in four pairs of
 /// registers: their minimum, maximum and whether one is NaN.
 __attribute__((target("avx2"))) int64_t minmax_avx2(const float* x, int64_t n, float* lo, float* hi, bool* nan) {
@@ -66,7 +62,7 @@ std::pair<float, float> span_minmax(const float* x, int64_t n) {
   float lo = x[0], hi = x[0];
   bool nan = false;
   int64_t i = 0;
-#ifdef QFX_WEIGHT_AVX2
+#ifdef QFX_AVX2_KERNELS
   if (n >= 32 && weight_kernels_use_avx2()) i = minmax_avx2(x, n, &lo, &hi, &nan);
 #endif
 #ifdef __SSE2__
@@ -129,7 +125,7 @@ inline void store16(__m128i a, __m128i b, __m128i c, __m128i d, Q* out) {
 }
 #endif
 
-#ifdef QFX_WEIGHT_AVX2
+#ifdef QFX_AVX2_KERNELS
 /// scaled4, rounded4 and store16 eight lanes wide: 32 elements at a time
 /// while all 32 products are finite and below 2^30 in magnitude. Returns
 /// where it stopped (a multiple of 32, or the first block it left).
@@ -167,7 +163,7 @@ void quantize_span(const float* x, int64_t n, double scale, int64_t zero_point, 
   const float inv_scale = 1.0f / static_cast<float>(scale);
   const auto zp = static_cast<float>(zero_point);
   int64_t i = 0;
-#ifdef QFX_WEIGHT_AVX2
+#ifdef QFX_AVX2_KERNELS
   if (weight_kernels_use_avx2()) i = quantize_avx2<Q>(x, n, inv_scale, zp, out);
 #endif
 #ifdef __SSE2__
