@@ -3,6 +3,8 @@
 
 #include "../../src/quant/weight_kernels.h"
 
+#include "support/simd_paths.h"
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -12,16 +14,10 @@
 namespace qfx::quant::detail {
 namespace {
 
-// Runs `body` with the AVX2 paths on (where the CPU has them) and off.
+/// Runs `body` with the file's AVX2 paths on (where the CPU has them) and off.
 template <typename Body>
 void with_and_without_avx2(Body body) {
-  const bool saved = weight_kernels_use_avx2();
-  for (bool avx2 : {saved, false}) {
-    SCOPED_TRACE(avx2 ? "AVX2" : "SSE2");
-    weight_kernels_use_avx2() = avx2;
-    body();
-  }
-  weight_kernels_use_avx2() = saved;
+  test::with_and_without_avx2(weight_kernels_use_avx2(), body);
 }
 
 /// Weights with the awkward cases mixed in: exact .5 ties of the scale,
