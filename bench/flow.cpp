@@ -53,17 +53,29 @@ nlohmann::json summary(std::vector<double> times) {
   return {{"median", times[times.size() / 2]}, {"min", times.front()}, {"max", times.back()}};
 }
 
-/// Median seconds of `fn` over 20 runs after 3 warm-up runs.
-double latency(const std::function<void()>& fn) {
+/// Seconds per run of `fn` after 3 warm-up runs, in rounds of 10 runs: at
+/// least 3 rounds, then until the median of the rounds' medians moves by
+/// less than 5% (at most 6 rounds). The median and the min-max of the
+/// rounds' medians, and the number of rounds (bench/flow.py's latency too).
+nlohmann::json latency(const std::function<void()>& fn) {
   for (int i = 0; i < 3; ++i) fn();
-  std::vector<double> times;
-  for (int i = 0; i < 20; ++i) {
-    auto start = Clock::now();
-    fn();
-    times.push_back(seconds_since(start));
+  std::vector<double> rounds;
+  double previous = 0.0;
+  for (int r = 0; r < 6; ++r) {
+    std::vector<double> times;
+    for (int i = 0; i < 10; ++i) {
+      auto start = Clock::now();
+      fn();
+      times.push_back(seconds_since(start));
+    }
+    rounds.push_back(summary(times)["median"].get<double>());
+    double median = summary(rounds)["median"].get<double>();
+    if (r >= 2 && std::abs(median - previous) < 0.05 * median) break;
+    previous = median;
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  nlohmann::json out = summary(rounds);
+  out["rounds"] = rounds.size();
+  return out;
 }
 
 double sqnr_db(const at::Tensor& reference, const at::Tensor& other) {

@@ -81,18 +81,30 @@ def make_model(name, float_file):
 
 
 def summary(times):
-    return {'median': statistics.median(times), 'min': min(times), 'max': max(times)}
+    """The median (the upper of the two middle values for an even count, as
+    bench_flow's), min and max."""
+    return {'median': statistics.median_high(times), 'min': min(times), 'max': max(times)}
 
 
 def latency(fn):
+    """Seconds per run of fn after 3 warm-up runs, in rounds of 10 runs: at
+    least 3 rounds, then until the median of the rounds' medians moves by
+    less than 5% (at most 6 rounds); bench_flow's latency() does the same."""
     for _ in range(3):
         fn()
-    times = []
-    for _ in range(20):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    rounds, previous = [], 0.0
+    for r in range(6):
+        times = []
+        for _ in range(10):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        rounds.append(statistics.median_high(times))
+        median = statistics.median_high(rounds)
+        if r >= 2 and abs(median - previous) < 0.05 * median:
+            break
+        previous = median
+    return dict(summary(rounds), rounds=len(rounds))
 
 
 def main():
@@ -119,7 +131,7 @@ def main():
             start = time.perf_counter()
             quantized = convert_fx(prepared)
             times['convert'].append(time.perf_counter() - start)
-            median = statistics.median(p + c for p, c in zip(times['prepare'], times['convert']))
+            median = statistics.median_high(p + c for p, c in zip(times['prepare'], times['convert']))
             if r + 1 >= min_repeats and abs(median - previous) < 0.05 * median:
                 break
             previous = median

@@ -34,7 +34,7 @@ def main():
     repeats = int(sys.argv[3])
     times = [run(HistogramObserver, batches)[0] for _ in range(repeats)]
     _, scale, zero_point = run(FixedHistogramObserver, batches)
-    print(json.dumps({'median': statistics.median(times), 'min': min(times), 'max': max(times),
+    print(json.dumps({'median': statistics.median_high(times), 'min': min(times), 'max': max(times),
                       'scale': scale.item(), 'zero_point': int(zero_point.item())}))
 
 

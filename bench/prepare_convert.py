@@ -22,7 +22,7 @@ from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
 
 def summary(times):
-    return {'median': statistics.median(times), 'min': min(times), 'max': max(times)}
+    return {'median': statistics.median_high(times), 'min': min(times), 'max': max(times)}
 
 
 def main():

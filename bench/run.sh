@@ -71,7 +71,9 @@ machine = {'cpu': cpu, 'cores': os.cpu_count(), 'python': platform.python_versio
 json.dump({'machine': machine, 'models': rows}, open(sys.argv[2], 'w'), indent=1)
 
 def s(x): return f"{x['median']:.4f} ({x['min']:.4f}-{x['max']:.4f})"
-def ms(x): return f"{1000 * x:.2f}"
+def lat(x): return x['median']
+def ms(x): return f"{1000 * lat(x):.2f}"
+def ms_spread(x): return f"{ms(x)} ({1000 * x['min']:.2f}-{1000 * x['max']:.2f})"
 # the latency configurations: JSON key and "batch, threads"
 CONFIGS = [(key, key[1:].replace('_t', ', ')) for key in ('b1_t1', 'b1_t2', 'b8_t1', 'b8_t2')]
 print(f"Machine: {cpu}, {os.cpu_count()} cores, {' '.join(machine['simd'])}; BLAS {sys.argv[4]}; medians (min-max) of at least "
@@ -106,15 +108,17 @@ for r in rows:
           f"| {med(q, 'calibrate'):.4f} | {med(p, 'calibrate') / med(q, 'calibrate'):.1f} / {med(pr, 'calibrate') / med(q, 'calibrate'):.1f} "
           f"| {pc(p):.4f} / {pc(pr):.4f} | {pc(p) / pc(q):.1f} / {pc(pr) / pc(q):.1f} "
           f"| {ms(p['latency']['int8_graph_module']['b8_t1'])} / {ms(pr['latency']['int8_graph_module']['b8_t1'])} |")
-print('\nint8 latency, ms per batch (onednn): PyTorch converted GraphModule / qfx exported TorchScript from C++ / qfx interpreter, and PyTorch / qfx TorchScript')
+print('\nint8 latency, ms per batch (onednn): PyTorch converted GraphModule / qfx exported TorchScript from C++ / qfx interpreter, and PyTorch / qfx TorchScript; '
+      'each the median of rounds of 10 runs after 3 warm-ups (at least 3 rounds, then until the median moves by less than 5%), '
+      'with the min-max of the rounds\' medians')
 print('\n| model | batch, threads | PyTorch int8 | qfx TorchScript | qfx interpreter | x | float (qfx TorchScript) | int8 speed-up over float |')
 print('|---|---|---|---|---|---|---|---|')
 for r in rows:
     pl, ql = r['pytorch']['latency'], r['qfx']['latency']
     for key, config in CONFIGS:
-        print(f"| {r['model']} | {config} | {ms(pl['int8_graph_module'][key])} | {ms(ql['int8_script'][key])} "
-              f"| {ms(ql['int8_interpreter'][key])} | {pl['int8_graph_module'][key] / ql['int8_script'][key]:.2f} "
-              f"| {ms(ql['float_script'][key])} | {ql['float_script'][key] / ql['int8_script'][key]:.2f} |")
+        print(f"| {r['model']} | {config} | {ms_spread(pl['int8_graph_module'][key])} | {ms_spread(ql['int8_script'][key])} "
+              f"| {ms(ql['int8_interpreter'][key])} | {lat(pl['int8_graph_module'][key]) / lat(ql['int8_script'][key]):.2f} "
+              f"| {ms(ql['float_script'][key])} | {lat(ql['float_script'][key]) / lat(ql['int8_script'][key]):.2f} |")
 print('\nThread policy: qfx exported int8 (onednn, qnnpack) and float latency, ms per batch, with OpenMP\'s default wait policy / OMP_WAIT_POLICY=PASSIVE')
 print('\n| model | batch, threads | onednn int8 | qnnpack int8 | float |')
 print('|---|---|---|---|---|')
