@@ -53,15 +53,15 @@ nlohmann::json summary(std::vector<double> times) {
   return {{"median", times[times.size() / 2]}, {"min", times.front()}, {"max", times.back()}};
 }
 
-/// Seconds per run of `fn` after 3 warm-up runs, in rounds of 10 runs: at
-/// least 3 rounds, then until the median of the rounds' medians moves by
-/// less than 5% (at most 6 rounds). The median and the min-max of the
-/// rounds' medians, and the number of rounds (bench/flow.py's latency too).
+/// Seconds per run of `fn` after 3 warm-up runs, in rounds of 10 runs until
+/// the last three rounds' medians lie within 5% of each other (at least 3
+/// rounds, at most 8), so a slow stretch of the host shows as more rounds
+/// rather than as the result. The median and the min-max of the rounds'
+/// medians, and the number of rounds (bench/flow.py's latency too).
 nlohmann::json latency(const std::function<void()>& fn) {
   for (int i = 0; i < 3; ++i) fn();
   std::vector<double> rounds;
-  double previous = 0.0;
-  for (int r = 0; r < 6; ++r) {
+  while (rounds.size() < 8) {
     std::vector<double> times;
     for (int i = 0; i < 10; ++i) {
       auto start = Clock::now();
@@ -69,9 +69,9 @@ nlohmann::json latency(const std::function<void()>& fn) {
       times.push_back(seconds_since(start));
     }
     rounds.push_back(summary(times)["median"].get<double>());
-    double median = summary(rounds)["median"].get<double>();
-    if (r >= 2 && std::abs(median - previous) < 0.05 * median) break;
-    previous = median;
+    if (rounds.size() < 3) continue;
+    nlohmann::json last = summary({rounds.end() - 3, rounds.end()});
+    if (last["max"].get<double>() - last["min"].get<double>() < 0.05 * last["median"].get<double>()) break;
   }
   nlohmann::json out = summary(rounds);
   out["rounds"] = rounds.size();

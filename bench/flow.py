@@ -87,23 +87,23 @@ def summary(times):
 
 
 def latency(fn):
-    """Seconds per run of fn after 3 warm-up runs, in rounds of 10 runs: at
-    least 3 rounds, then until the median of the rounds' medians moves by
-    less than 5% (at most 6 rounds); bench_flow's latency() does the same."""
+    """Seconds per run of fn after 3 warm-up runs, in rounds of 10 runs until
+    the last three rounds' medians lie within 5% of each other (at least 3
+    rounds, at most 8); bench_flow's latency() does the same."""
     for _ in range(3):
         fn()
-    rounds, previous = [], 0.0
-    for r in range(6):
+    rounds = []
+    while len(rounds) < 8:
         times = []
         for _ in range(10):
             start = time.perf_counter()
             fn()
             times.append(time.perf_counter() - start)
         rounds.append(statistics.median_high(times))
-        median = statistics.median_high(rounds)
-        if r >= 2 and abs(median - previous) < 0.05 * median:
-            break
-        previous = median
+        if len(rounds) >= 3:
+            last = summary(rounds[-3:])
+            if last['max'] - last['min'] < 0.05 * last['median']:
+                break
     return dict(summary(rounds), rounds=len(rounds))
 
 

@@ -109,7 +109,7 @@ for r in rows:
           f"| {pc(p):.4f} / {pc(pr):.4f} | {pc(p) / pc(q):.1f} / {pc(pr) / pc(q):.1f} "
           f"| {ms(p['latency']['int8_graph_module']['b8_t1'])} / {ms(pr['latency']['int8_graph_module']['b8_t1'])} |")
 print('\nint8 latency, ms per batch (onednn): PyTorch converted GraphModule / qfx exported TorchScript from C++ / qfx interpreter, and PyTorch / qfx TorchScript; '
-      'each the median of rounds of 10 runs after 3 warm-ups (at least 3 rounds, then until the median moves by less than 5%), '
+      'each the median of rounds of 10 runs after 3 warm-ups (until the last three rounds lie within 5%, at most 8 rounds), '
       'with the min-max of the rounds\' medians')
 print('\n| model | batch, threads | PyTorch int8 | qfx TorchScript | qfx interpreter | x | float (qfx TorchScript) | int8 speed-up over float |')
 print('|---|---|---|---|---|---|---|---|')
