@@ -113,7 +113,7 @@ at::Tensor HistogramObserverImpl::forward(const at::Tensor& x_orig) {
   bool started = !uninitialized && current_min != current_max;
   if (started && add_if_inside(x, current_min, current_max)) return x_orig;
   auto [lo, hi] = at::aminmax(x);
-  if (!std::isfinite(lo.item<float>()) || !std::isfinite(hi.item<float>())) {
+  if (!std::isfinite(value_of(lo)) || !std::isfinite(value_of(hi))) {
     warn_non_finite(*this, warned_non_finite_);
     x = x.masked_select(at::isfinite(x));
     if (x.numel() == 0) return x_orig;
