@@ -12,7 +12,7 @@
 ///
 /// \code
 ///   nlohmann::json report = {{"title", "resnet18 int8"}, {"nodes", nodes}, {"compare", comparison.to_json()}};
-///   qfx::io::write_file_atomically("report.html", qfx::report_html(report));
+///   qfx::io::write_output("report.html", qfx::report_html(report));
 /// \endcode
 
 #include <nlohmann/json_fwd.hpp>

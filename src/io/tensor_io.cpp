@@ -1,4 +1,4 @@
-// torch.save-compatible value files, and atomic file writes.
+// torch.save-compatible value files.
 
 #include "qfx/io/tensor_io.h"
 
@@ -12,11 +12,9 @@
 #include <torch/serialize.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <unistd.h>
 
 namespace qfx::io {
 
@@ -57,27 +55,9 @@ c10::IValue load_value(const std::string& path) {
   }
 }
 
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    TORCH_CHECK(out.good(), "cannot write '", path, "'");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out.good()) {
-      std::remove(tmp.c_str());
-      TORCH_CHECK(false, "cannot write '", path, "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    TORCH_CHECK(false, "cannot write '", path, "'");
-  }
-}
-
-void save_value(const c10::IValue& value, const std::string& path) {
+void save_value(const c10::IValue& value, const std::string& path, const OutputOptions& options) {
   std::vector<char> bytes = torch::pickle_save(value);
-  write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
+  write_output(path, std::string_view(bytes.data(), bytes.size()), options);
 }
 
 std::vector<c10::IValue> as_inputs(const c10::IValue& value, const std::string& what) {

@@ -219,7 +219,7 @@ expect_error 2 "model is required|required" -- run
 expect_error 2 "--input is required" -- run "$fixtures/resnet18.pt"
 expect_error 2 "" -- nonsense
 [ ! -e "$out" ] || fail "an error left an output file behind"
-ls "$work" | grep -q '\.tmp\.' && fail "an error left a temporary file behind"
+ls -A "$work" | grep -q '\.qfx-' && fail "an error left a temporary file behind"
 ls core* >/dev/null 2>&1 && fail "a core file was written"
 
 # lower-to-native --explain: what stays reference, and why

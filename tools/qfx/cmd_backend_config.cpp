@@ -3,6 +3,7 @@
 // its support table, and the generated reference docs/backends.md.
 
 #include "commands.h"
+#include "outputs.h"
 
 #include "qfx/backend/backend_json.h"
 #include "qfx/backend/backend_summary.h"
@@ -49,14 +50,16 @@ void add_check(CLI::App& cmd, const std::shared_ptr<Options>& options, Action& a
 
 void add_docs(CLI::App& cmd, const std::shared_ptr<Options>& options, Action& action) {
   CLI::App* docs = cmd.add_subcommand("docs", "Write the supported-ops reference of the built-in backends (Markdown)");
-  docs->add_option("-o,--output", options->output, "write here (docs/backends.md) instead of stdout");
+  docs->add_option("-o,--output", options->output, "write here (docs/backends.md) instead of stdout")
+      ->check(output_file());
   docs->callback([options, &action] {
     action = [options] {
+      io::OutputOptions outputs = check_outputs({options->output}, {}, false);
       std::string text = backend::builtin_backends_markdown();
       if (options->output.empty()) {
         std::cout << text;
       } else {
-        io::write_file_atomically(options->output, text);
+        io::write_output(options->output, text, outputs);
       }
     };
   });

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "config_args.h"
 #include "data_args.h"
+#include "outputs.h"
 
 #include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
@@ -23,7 +24,7 @@ namespace {
 struct Options {
   std::string float_model, quantized_model, data, engine = "onednn", json;
   int64_t max_batches = 4;
-  bool quiet = false;
+  bool quiet = false, force = false;
   DataArgs data_args;
 };
 
@@ -48,6 +49,7 @@ void print_table(const NumericComparison& comparison) {
 }
 
 void run(const Options& o) {
+  io::OutputOptions outputs = check_outputs({o.json}, {o.float_model, o.quantized_model, o.data}, o.force, true);
   use_engine(o.engine);
   io::DataOptions options = o.data_args.resolved();
   options.max_batches = o.max_batches;
@@ -67,7 +69,7 @@ void run(const Options& o) {
   j["quantized_model"] = o.quantized_model;
   j["data"] = o.data;
   j["items"] = items;
-  io::write_file_atomically(o.json, j.dump(1) + "\n");
+  io::write_output(o.json, j.dump(1) + "\n", outputs);
 }
 
 }  // namespace
@@ -83,8 +85,9 @@ void add_compare_command(CLI::App& app, Action& action) {
   add_data_options(*cmd, o->data_args, "items per batch (default: 64)");
   cmd->add_option("--limit-batches", o->max_batches, "compare on at most this many batches (default: 4; 0: all)");
   cmd->add_option("--engine", o->engine, "quantized engine: onednn (default) or qnnpack");
-  cmd->add_option("--json", o->json, "also write the results as JSON");
+  cmd->add_option("--json", o->json, "also write the results as JSON")->check(output_file());
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");
+  add_force_flag(*cmd, o->force);
   cmd->callback([o, &action] { action = [o] { run(*o); }; });
 }
 

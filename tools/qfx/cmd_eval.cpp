@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "config_args.h"
 #include "data_args.h"
+#include "outputs.h"
 
 #include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
@@ -29,7 +30,7 @@ namespace {
 struct Options {
   std::string model, data, engine = "onednn", json;
   int64_t max_batches = 0;
-  bool interpreter = false, quiet = false;
+  bool interpreter = false, quiet = false, force = false;
   DataArgs data_args;
 };
 
@@ -71,7 +72,7 @@ void count(const at::Tensor& logits, const io::Batch& batch, Tally& t) {
   t.items += n;
 }
 
-void report(const Options& o, const Tally& t, int64_t batch_size) {
+void report(const Options& o, const Tally& t, int64_t batch_size, const io::OutputOptions& outputs) {
   double ms = t.timed_items > 0 ? 1000.0 * t.timed_seconds / t.timed_items : 0;
   char line[200];
   std::snprintf(line, sizeof(line), "top-1 %.2f%% (%lld/%lld)", 100.0 * t.top1 / t.items,
@@ -89,10 +90,11 @@ void report(const Options& o, const Tally& t, int64_t batch_size) {
                       {"latency_ms_per_image", ms}, {"batch_size", batch_size}, {"classes", t.classes},
                       {"threads", at::get_num_threads()}};
   if (t.classes > 5) j["top5"] = double(t.top5) / t.items;
-  io::write_file_atomically(o.json, j.dump(1) + "\n");
+  io::write_output(o.json, j.dump(1) + "\n", outputs);
 }
 
 void run(const Options& o) {
+  io::OutputOptions outputs = check_outputs({o.json}, {o.model, o.data}, o.force, true);
   c10::InferenceMode no_autograd;
   use_engine(o.engine);
   io::DataOptions options = o.data_args.resolved();
@@ -117,7 +119,7 @@ void run(const Options& o) {
     at::Tensor logits = out.toTensor();
     count(logits.is_quantized() ? logits.dequantize() : logits, batch, tally);
   });
-  report(o, tally, options.batch_size);
+  report(o, tally, options.batch_size, outputs);
 }
 
 }  // namespace
@@ -133,8 +135,9 @@ void add_eval_command(CLI::App& app, Action& action) {
   cmd->add_option("--limit-batches", o->max_batches, "evaluate at most this many batches (default: all)");
   cmd->add_option("--engine", o->engine, "quantized engine: onednn (default) or qnnpack");
   cmd->add_flag("--interpreter", o->interpreter, "run the model in the qfx interpreter instead of torch::jit");
-  cmd->add_option("--json", o->json, "also write the results as JSON");
+  cmd->add_option("--json", o->json, "also write the results as JSON")->check(output_file());
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");
+  add_force_flag(*cmd, o->force);
   cmd->callback([o, &action] { action = [o] { run(*o); }; });
 }
 

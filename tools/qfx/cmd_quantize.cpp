@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "config_args.h"
 #include "data_args.h"
+#include "outputs.h"
 #include "qat_training.h"
 
 #include "qfx/passes/custom_config_json.h"
@@ -39,7 +40,7 @@ struct Options {
   int64_t calib_batches = 0;  // 0: all
   DataArgs data_args;
   TrainArgs train;
-  bool dynamic = false, reference = false, print = false, quiet = false;
+  bool dynamic = false, reference = false, print = false, quiet = false, force = false;
 };
 
 class Stopwatch {
@@ -101,6 +102,7 @@ void prepare(ir::GraphModule& gm, const quant::QConfigMapping& mapping, const ba
 nlohmann::json size_rows(const Options& o) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& [name, file] : {std::pair{"float", o.model}, std::pair{"int8", o.output}}) {
+    if (file == "-") continue;  // written to standard output
     rows.push_back({{"name", name}, {"file", file}, {"size_bytes", std::filesystem::file_size(file)}});
   }
   return rows;
@@ -110,7 +112,7 @@ nlohmann::json size_rows(const Options& o) {
 /// data, the per-layer comparison of the float and converted models on up to
 /// four of its batches.
 void write_html_report(const ir::GraphModule& converted, const PrepareCustomConfig& custom, nlohmann::json report,
-                       const Options& o) {
+                       const Options& o, const io::OutputOptions& outputs) {
   report["title"] = "qfx quantize " + std::filesystem::path(o.model).filename().string();
   report["models"] = size_rows(o);
   if (!o.calib.empty()) {
@@ -123,7 +125,7 @@ void write_html_report(const ir::GraphModule& converted, const PrepareCustomConf
     while (auto batch = source->next()) comparison.add(batch->inputs);
     report["compare"] = comparison.to_json();
   }
-  io::write_file_atomically(o.report_html, report_html(report));
+  io::write_output(o.report_html, report_html(report), outputs);
 }
 
 void check_options(const Options& o) {
@@ -134,6 +136,9 @@ void check_options(const Options& o) {
 
 void run(const Options& o) {
   check_options(o);
+  io::OutputOptions outputs =
+      check_outputs({o.output, o.report, o.report_html},
+                    {o.model, o.calib, o.train.data, o.backend, o.qconfig, o.prepare_custom_config}, o.force, o.print);
   c10::InferenceMode no_autograd(o.train.data.empty());  // training needs autograd from the import on
   use_engine(o.engine);
   backend::BackendConfig backend = backend_from_arg(o.backend);
@@ -165,12 +170,12 @@ void run(const Options& o) {
     convert_fx(*gm, backend, custom, convert_custom);
   }
   timings["convert_s"] = clock.lap();
-  io::export_torchscript(*gm, o.output);
+  io::export_torchscript(*gm, o.output, outputs);
   timings["export_s"] = clock.lap();
   if (o.print) std::cout << gm->to_string() << "\n";
   nlohmann::json report = {{"model", o.model}, {"nodes", nodes}, {"timings", timings}};
-  if (!o.report.empty()) io::write_file_atomically(o.report, report.dump(1) + "\n");
-  if (!o.report_html.empty()) write_html_report(*gm, custom, report, o);
+  if (!o.report.empty()) io::write_output(o.report, report.dump(1) + "\n", outputs);
+  if (!o.report_html.empty()) write_html_report(*gm, custom, report, o, outputs);
 }
 
 }  // namespace
@@ -179,7 +184,9 @@ void add_quantize_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("quantize", "Quantize a TorchScript model: prepare, calibrate, convert, export");
   cmd->add_option("model", o->model, "TorchScript model file (.pt)")->required();
-  cmd->add_option("-o,--output", o->output, "the quantized TorchScript model to write")->required();
+  cmd->add_option("-o,--output", o->output, "the quantized TorchScript model to write (- for standard output)")
+      ->required()
+      ->check(output_file());
   cmd->add_option("--backend", o->backend, "built-in BackendConfig name or JSON file (default: native)");
   cmd->add_option("--qconfig", o->qconfig,
                   "default (the engine's default QConfigMapping), default:ENGINE, qat (prepare_qat_fx with the "
@@ -201,10 +208,12 @@ void add_quantize_command(CLI::App& app, Action& action) {
                   "input/output_quantized_idxs, preserved_attributes (kept in the output file)");
   cmd->add_flag("--dynamic", o->dynamic, "dynamic quantization of Linear layers (no calibration)");
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
-  cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings");
+  cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings")->check(output_file());
   cmd->add_option("--report-html", o->report_html,
-                  "write a self-contained HTML report: nodes and qparams, sizes, per-layer SQNR on the calibration data");
+                  "write a self-contained HTML report: nodes and qparams, sizes, per-layer SQNR on the calibration data")
+      ->check(output_file());
   cmd->add_flag("--print", o->print, "print the converted model");
+  add_force_flag(*cmd, o->force);
   cmd->callback([o, &action] { action = [o] { run(*o); }; });
 }
 

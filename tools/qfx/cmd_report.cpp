@@ -3,6 +3,7 @@
 // `qfx eval --json` write.
 
 #include "commands.h"
+#include "outputs.h"
 
 #include "qfx/io/tensor_io.h"
 #include "qfx/report_html.h"
@@ -19,7 +20,15 @@ namespace {
 struct Options {
   std::string title = "qfx report", quantize, compare, json, html;
   std::vector<std::string> evals;  // NAME=FILE
+  bool force = false;
 };
+
+/// The files the report reads.
+std::vector<std::string> input_files(const Options& o) {
+  std::vector<std::string> files = {o.quantize, o.compare};
+  for (const std::string& spec : o.evals) files.push_back(spec.substr(spec.find('=') + 1));
+  return files;
+}
 
 nlohmann::json read_json(const std::string& path, const char* option) {
   std::ifstream in(path);
@@ -51,6 +60,7 @@ nlohmann::json model_row(const std::string& spec) {
 
 void run(const Options& o) {
   TORCH_CHECK(!o.json.empty() || !o.html.empty(), "qfx report: pass --json FILE and/or --html FILE");
+  io::OutputOptions outputs = check_outputs({o.json, o.html}, input_files(o), o.force);
   nlohmann::json report = {{"title", o.title}};
   if (!o.quantize.empty()) {
     nlohmann::json q = read_json(o.quantize, "--quantize");
@@ -66,8 +76,8 @@ void run(const Options& o) {
     report["compare"] = c;
   }
   for (const std::string& spec : o.evals) report["models"].push_back(model_row(spec));
-  if (!o.json.empty()) io::write_file_atomically(o.json, report.dump(1) + "\n");
-  if (!o.html.empty()) io::write_file_atomically(o.html, report_html(report));
+  if (!o.json.empty()) io::write_output(o.json, report.dump(1) + "\n", outputs);
+  if (!o.html.empty()) io::write_output(o.html, report_html(report), outputs);
 }
 
 }  // namespace
@@ -80,8 +90,9 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--quantize", o->quantize, "JSON from qfx quantize --report (nodes, qparams, timings)");
   cmd->add_option("--compare", o->compare, "JSON from qfx compare --json (per-layer SQNR)");
   cmd->add_option("--eval", o->evals, "NAME=FILE: JSON from qfx eval --json, a row of the accuracy table (repeat)");
-  cmd->add_option("--json", o->json, "write the combined report as JSON");
-  cmd->add_option("--html", o->html, "write the report as one offline HTML page");
+  cmd->add_option("--json", o->json, "write the combined report as JSON")->check(output_file());
+  cmd->add_option("--html", o->html, "write the report as one offline HTML page")->check(output_file());
+  add_force_flag(*cmd, o->force);
   cmd->callback([o, &action] { action = [o] { run(*o); }; });
 }
 

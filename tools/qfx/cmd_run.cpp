@@ -3,6 +3,7 @@
 // a summary of it.
 
 #include "commands.h"
+#include "outputs.h"
 
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/torchscript_import.h"
@@ -40,6 +41,7 @@ void add_run_command(CLI::App& app, Action& action) {
     std::string model;
     std::string input;
     std::string output;
+    bool force = false;
   };
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("run", "Run a TorchScript model in the qfx interpreter");
@@ -47,10 +49,13 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--input", options->input,
                   "inputs saved with torch.save: a tensor, or a list/tuple of tensors (one per input)")
       ->required();
-  cmd->add_option("-o,--output", options->output, "write the output here (torch.load reads it)");
+  cmd->add_option("-o,--output", options->output, "write the output here (torch.load reads it; - for standard output)")
+      ->check(output_file());
+  add_force_flag(*cmd, options->force);
   cmd->callback([options, &action] {
     action = [options] {
       c10::InferenceMode no_autograd;
+      io::OutputOptions outputs = check_outputs({options->output}, {options->model, options->input}, options->force);
       auto gm = io::import_torchscript(options->model);
       auto inputs = io::as_inputs(io::load_value(options->input), "'" + options->input + "'");
       ir::Interpreter interpreter(*gm);
@@ -58,7 +63,7 @@ void add_run_command(CLI::App& app, Action& action) {
       if (options->output.empty()) {
         print_summary(output, "output");
       } else {
-        io::save_value(output, options->output);
+        io::save_value(output, options->output, outputs);
       }
     };
   });

@@ -8,6 +8,9 @@
 
 #include <c10/util/Exception.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 namespace {
@@ -38,6 +41,13 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
+/// A command's text on standard output counts as an output: a full disk or a
+/// closed pipe there is an error, not exit 0. `error` is errno at the failure.
+int stdout_failed(int error) {
+  std::cout.exceptions(std::ios::goodbit);  // the flush at exit fails again, quietly
+  return fail(std::string("cannot write to standard output: ") + (error ? std::strerror(error) : "write failed"), 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,8 +73,12 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     return fail(std::string(e.what()) + " (see qfx --help)", 2);
   }
+  std::cout.exceptions(std::ios::badbit);  // a failed write throws, with errno still telling why
   try {
     action();
+    std::cout.flush();
+  } catch (const std::ios_base::failure&) {
+    return stdout_failed(errno);
   } catch (const c10::Error& e) {
     return fail(e.what_without_backtrace(), 1);
   } catch (const std::exception& e) {

@@ -21,6 +21,7 @@
 ///   qfx::io::export_torchscript(*gm, "model_int8.pt");  // torch.jit.load("model_int8.pt")(x)
 /// \endcode
 
+#include "qfx/io/output_file.h"
 #include "qfx/ir/graph_module.h"
 
 #include <string>
@@ -30,9 +31,9 @@ namespace qfx::io {
 /// The TorchScript source of the exported forward.
 std::string torchscript_source(const ir::GraphModule& gm);
 
-/// Writes the archive to `path` (through a temporary file: on error nothing
-/// is left at `path`). c10::Error names the node or module without a
-/// TorchScript form.
-void export_torchscript(const ir::GraphModule& gm, const std::string& path);
+/// Writes the archive to `path` through write_output (qfx/io/output_file.h):
+/// on error nothing is left at `path` and an existing file is untouched.
+/// c10::Error names the node or module without a TorchScript form.
+void export_torchscript(const ir::GraphModule& gm, const std::string& path, const OutputOptions& options = {});
 
 }  // namespace qfx::io

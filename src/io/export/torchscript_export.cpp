@@ -13,8 +13,7 @@
 #include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/script.h>
 
-#include <cstdio>
-#include <filesystem>
+#include <sstream>
 
 namespace qfx::io {
 namespace {
@@ -174,16 +173,12 @@ c10::IValue nested_script_module(const ir::GraphModule& gm, const std::string& p
 
 }  // namespace detail
 
-void export_torchscript(const ir::GraphModule& gm, const std::string& path) {
+void export_torchscript(const ir::GraphModule& gm, const std::string& path, const OutputOptions& options) {
+  check_output(path, options);  // before the work of scripting the module
   torch::jit::Module module = script_module(gm, "__torch__.qfx.ExportedModule");
-  std::string temporary = path + ".partial";
-  try {
-    module.save(temporary);
-  } catch (const std::exception& e) {
-    std::remove(temporary.c_str());
-    TORCH_CHECK(false, "export: cannot write ", path, ": ", e.what());
-  }
-  std::filesystem::rename(temporary, path);
+  std::ostringstream archive;
+  module.save(archive);
+  write_output(path, archive.str(), options);
 }
 
 }  // namespace qfx::io
