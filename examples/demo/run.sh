@@ -4,6 +4,8 @@
 # evaluated on the 10,000 test images (top-1, size on disk, latency):
 #   int8-onednn / int8-qnnpack: post-training quantization, calibrated on
 #     1,024 training images;
+#   dynamic-int8: dynamic quantization (int8 Linear layers, activation qparams
+#     computed per batch, convolutions float), no calibration;
 #   qat-int8: prepare_qat_fx, one epoch of fine-tuning on the 60,000 training
 #     images with fake quantization, convert_fx (onednn).
 # Then the per-layer comparison of the onednn model with the float one, and
@@ -34,6 +36,11 @@ for engine in onednn qnnpack; do
 done
 
 echo
+echo "== dynamic int8: qfx quantize --dynamic (Linear layers int8, qparams per batch; convolutions stay float)"
+"$qfx" quantize "$model" -o "$out/fashion_cnn_dynamic_int8.pt" --dynamic --report "$out/quantize_dynamic.json"
+"$qfx" eval "$out/fashion_cnn_dynamic_int8.pt" --data "$test" "${norm[@]}" --json "$out/dynamic_int8.json"
+
+echo
 echo "== QAT int8: qfx quantize --qconfig qat --train (1 epoch, Adam 1e-5, batches of 64)"
 "$qfx" quantize "$model" -o "$out/fashion_cnn_qat_int8.pt" --qconfig qat --train "$train" "${norm[@]}" \
   --batch-size 64 --seed 0 --epochs 1 --lr 1e-5 --report "$out/quantize_qat.json"
@@ -46,13 +53,14 @@ echo "== per-layer comparison: float vs int8-onednn on 1,024 test images"
 
 "$qfx" report --title "qfx demo: Fashion-MNIST CNN, float vs int8" --quantize "$out/quantize_onednn.json" \
   --compare "$out/compare_onednn.json" --eval "float=$out/float.json" --eval "int8-onednn=$out/int8_onednn.json" \
-  --eval "int8-qnnpack=$out/int8_qnnpack.json" --eval "qat-int8=$out/qat_int8.json" \
+  --eval "int8-qnnpack=$out/int8_qnnpack.json" --eval "dynamic-int8=$out/dynamic_int8.json" \
+  --eval "qat-int8=$out/qat_int8.json" \
   --json "$out/report.json" --html "$out/report.html"
 
 summary_table() {
   # the summary table, from the eval reports
   printf '\n%-14s %8s %10s %16s\n' model top-1 size latency
-  for row in float int8_onednn int8_qnnpack qat_int8; do
+  for row in float int8_onednn int8_qnnpack dynamic_int8 qat_int8; do
     json="$out/$row.json"
     file=$(grep -o '"model": "[^"]*"' "$json" | cut -d'"' -f4)
     top1=$(grep -o '"top1": [0-9.e-]*' "$json" | awk '{printf "%.2f%%", $2 * 100}')

@@ -81,6 +81,18 @@ struct PrepareContext {
   std::unordered_set<const QuantMatch*> rejected;  // warned about once
 };
 
+/// A dynamic qconfig asks for dynamic quantization where the backend has it:
+/// on a pattern without a dynamic dtype config the node stays float without a
+/// warning, as in PyTorch (`set_global(default_dynamic_qconfig)` quantizes the
+/// Linear layers of a CNN and leaves its convolutions float).
+bool no_dynamic_kernel(const QuantMatch& match, const quant::QConfig& qconfig) {
+  if (!quant::activation_is_dynamically_quantized(qconfig)) return false;
+  for (const backend::DTypeConfig& config : match.config->dtype_configs()) {
+    if (config.is_dynamic.value_or(false)) return false;
+  }
+  return true;
+}
+
 bool supported(PrepareContext& ctx, const ir::Node& node, const QuantMatch& match, const quant::QConfig& qconfig) {
   if (ctx.rejected.count(&match) > 0) return false;
   std::string why = fixed_qparams_violation(node, ctx.gm, qconfig);
@@ -88,9 +100,12 @@ bool supported(PrepareContext& ctx, const ir::Node& node, const QuantMatch& matc
   if (why.empty()) why = detail::unsupported_reason(match, qconfig, ctx.dtypes, ctx.weight_args);
   if (why.empty()) return true;
   ctx.rejected.insert(&match);
+  bool expected = no_dynamic_kernel(match, qconfig);
+  if (expected) why = "the backend has no dynamic quantization of " + match.config->pattern().str();
   for (ir::Node* n : match.nodes) n->meta()[kFloatReasonMeta] = why;
-  TORCH_WARN("prepare: %", match.last->name(), " (", match.config->pattern().str(), ") stays float: ", why);
   if (ctx.options.explain) *ctx.options.explain << "%" << match.last->name() << " stays float: " << why << "\n";
+  if (expected) return false;
+  TORCH_WARN("prepare: %", match.last->name(), " (", match.config->pattern().str(), ") stays float: ", why);
   return false;
 }
 

@@ -455,6 +455,42 @@ expect_error 1 "compare: no node of the float model has a match" -- compare "$fi
 expect_error 1 "data '.*compare_nan.pt' batch 0 holds NaN or infinite values" -- compare "$fixtures/compare_model.pt" \
   "$work/cmp_int8.pt" --data "$work/compare_nan.pt" --batch-size 8 --json "$work/cmp_nan.json"
 [ ! -e "$work/cmp_nan.json" ] || fail "compare wrote its JSON on error"
+# --dynamic on a conv-relu / linear-relu model, against PyTorch's prepare_fx with default_dynamic_qconfig
+# (the Linear layers dynamic, the rest float); no warning about the convolutions.
+"$qfx" quantize "$demo_model" -o "$work/cnn_dynamic.pt" --dynamic --report "$work/cnn_dynamic.json" \
+  2>"$work/dynamic_err.txt" || fail "quantize --dynamic on the CNN exited $?: $(cat "$work/dynamic_err.txt")"
+[ ! -s "$work/dynamic_err.txt" ] || fail "quantize --dynamic warned: $(cat "$work/dynamic_err.txt")"
+"$python" - "$demo_model" "$work/cnn_dynamic.pt" "$work/cnn_dynamic.json" "$source_dir/examples/fashion_mnist/sample_batch.pt" \
+  <<'EOF' || fail "quantize --dynamic on the CNN differs from PyTorch"
+import json, sys, torch, torch.nn as nn, torch.nn.functional as F
+from torch.ao.quantization import QConfigMapping, default_dynamic_qconfig
+from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+scripted = torch.jit.load(sys.argv[1])
+
+class FashionCNN(nn.Module):  # examples/fashion_mnist/train.cpp's model
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 16, 3, padding=1), nn.Conv2d(16, 32, 3, padding=1)
+        self.fc1, self.fc2 = nn.Linear(1568, 128), nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = torch.flatten(F.max_pool2d(F.relu(self.conv2(x)), 2), 1)
+        return self.fc2(F.relu(self.fc1(x)))
+
+model = FashionCNN().eval()
+model.load_state_dict(scripted.state_dict())
+x = torch.load(sys.argv[4])
+torch.backends.quantized.engine = 'onednn'
+theirs = convert_fx(prepare_fx(model, QConfigMapping().set_global(default_dynamic_qconfig), (x,)))
+ours = torch.jit.load(sys.argv[2])
+assert 'quantized.linear_relu_dynamic' in ours.code and 'quantized.linear_dynamic' in ours.code, ours.code
+assert 'quantized.conv' not in ours.code, ours.code
+expected = theirs(x)
+assert (ours(x) - expected).abs().max() <= 1e-5 * expected.abs().max(), (ours(x) - expected).abs().max()
+modes = {n['name']: n['mode'] for n in json.load(open(sys.argv[3]))['nodes']}
+assert modes['fc1'] == modes['fc2'] == 'dynamic' and modes['conv1'] == 'none', modes
+EOF
 expect_error 1 "--train needs --qconfig qat" -- quantize "$demo_model" -o "$work/t.pt" --train "$work/calib.pt"
 expect_error 1 "training data '.*calib.pt' batch 0: no labels \(training needs labelled data\)" -- quantize "$demo_model" -o "$work/t.pt" \
   --qconfig qat --train "$work/calib.pt"

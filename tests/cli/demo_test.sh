@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make demo`'s job, checked: the bundled model's float top-1 on the 10,000
 # Fashion-MNIST test images is at least 90%, both PTQ int8 models are within
-# 0.5 points of it and at most a third of its size on disk, the QAT int8 model
-# is at most 0.2 points below it, and report.json holds the four models and
+# 0.5 points of it and at most a third of its size on disk, the dynamic int8
+# model (Linear layers only) is within 0.5 points and smaller than float, the
+# QAT int8 model is at most 0.2 points below it, and report.json holds the models and
 # the per-layer comparison (report.html is checked in a browser by
 # report_html_test.sh).
 #   demo_test.sh QFX_BINARY SOURCE_DIR PYTHON
@@ -30,14 +31,19 @@ import json, os, sys
 out = sys.argv[1]
 float_ = json.load(open(os.path.join(out, 'float.json')))
 qat = json.load(open(os.path.join(out, 'qat_int8.json')))
+dynamic = json.load(open(os.path.join(out, 'dynamic_int8.json')))
+assert dynamic['items'] == 10000 and float_['top1'] - dynamic['top1'] <= 0.005, (float_['top1'], dynamic['top1'])
+print(f"dynamic: top-1 {dynamic['top1']:.4f} (float {float_['top1']:.4f})")
+modes = {n['name']: n['mode'] for n in json.load(open(os.path.join(out, 'quantize_dynamic.json')))['nodes']}
+assert modes['fc1'] == modes['fc2'] == 'dynamic' and modes['conv1'] == modes['conv2'] == 'none', modes
 assert qat['items'] == 10000 and float_['top1'] - qat['top1'] <= 0.002, (float_['top1'], qat['top1'])
 print(f"qat: top-1 {qat['top1']:.4f} (float {float_['top1']:.4f})")
 report = json.load(open(os.path.join(out, 'report.json')))
-assert [m['name'] for m in report['models']] == ['float', 'int8-onednn', 'int8-qnnpack', 'qat-int8'], report['models']
+assert [m['name'] for m in report['models']] == ['float', 'int8-onednn', 'int8-qnnpack', 'dynamic-int8', 'qat-int8'], report['models']
 layers = [l['float_node'] for l in report['compare']['layers']]
 assert layers[0] == 'relu' and layers[-1] == 'fc2', layers  # conv1 fused with its relu, ..., the last linear
 assert all(l['sqnr_db'] > 25 for l in report['compare']['layers']), report['compare']['layers']
 assert os.path.getsize(os.path.join(out, 'report.html')) > 100000  # Chart.js inlined
 PY
-for row in int8-onednn qat-int8; do grep -q "^$row" "$out/summary.txt"; done
+for row in int8-onednn dynamic-int8 qat-int8; do grep -q "^$row" "$out/summary.txt"; done
 echo "demo checks passed"

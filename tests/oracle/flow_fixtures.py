@@ -171,6 +171,22 @@ class DynamicLinears(nn.Module):
         return self.fc2(F.relu(self.fc1(x)))
 
 
+class DynamicCNN(nn.Module):
+    """A CNN under a global dynamic qconfig (qfx quantize --dynamic): the
+    Linear layers (one fused with its relu) become dynamic, conv-relu stays
+    float."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3)
+        self.fc1 = nn.Linear(4 * 10 * 10, 16)
+        self.fc2 = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = torch.flatten(F.relu(self.conv(x)), 1)
+        return self.fc2(F.relu(self.fc1(x)))
+
+
 class SharedInput(nn.Module):
     """The design document's example: one input read by linear1 and linear2,
     which must share one input observer."""
@@ -237,6 +253,7 @@ PREPARE_CASES = [
      lambda: QConfigMapping().set_global(get_default_qconfig('fbgemm'))),
     ('shared_input', 'shared_input', 'native', lambda: get_default_qconfig_mapping('onednn')),
     ('dynamic_linears', 'dynamic_linears', 'native', lambda: QConfigMapping().set_global(default_dynamic_qconfig)),
+    ('dynamic_cnn', 'dynamic_cnn', 'native', lambda: QConfigMapping().set_global(default_dynamic_qconfig)),
     ('embeddings', 'embeddings', 'native', weight_only_embeddings),
     ('float16_linears', 'dynamic_linears', 'native', lambda: QConfigMapping().set_global(float16_static_qconfig)),
 ]
@@ -250,6 +267,7 @@ QUANTIZED_INPUT = (0.05, 128)
 
 SMALL_MODELS = {
     'dynamic_linears': (DynamicLinears, lambda g: torch.randn(3, 8, generator=g)),
+    'dynamic_cnn': (DynamicCNN, lambda g: torch.randn(2, 1, 12, 12, generator=g)),
     'shared_input': (SharedInput, lambda g: torch.randn(2, 4, generator=g)),
     'embeddings': (Embeddings, lambda g: torch.randint(0, 10, (3, 5), generator=g)),
 }

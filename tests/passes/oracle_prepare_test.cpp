@@ -30,17 +30,7 @@ using passes::node_is_observed;
 
 class OraclePrepare : public ::testing::TestWithParam<std::string> {};
 
-/// Selects a quantized engine for a scope.
-class EngineGuard {
- public:
-  explicit EngineGuard(const std::string& name) : previous_(at::globalContext().qEngine()) {
-    at::globalContext().setQEngine(name == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
-  }
-  ~EngineGuard() { at::globalContext().setQEngine(previous_); }
-
- private:
-  at::QEngine previous_;
-};
+using test::EngineGuard;
 
 std::shared_ptr<backend::BackendConfig> backend_named(const std::string& name) {
   if (name == "my_backend") {
@@ -157,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, OraclePrepare,
                                            "fusion_zoo", "functional_zoo", "module_zoo", "resnet18",
                                            "resnet18_qnnpack", "resnet50", "resnet50_qnnpack", "mobilenet_v2", "mobilenet_v2_qnnpack",
                                            "mobilenet_v3_large", "mobilenet_v3_large_onednn",
-                                           "linear_relu_quantized_io", "shared_input", "dynamic_linears", "float16_linears",
+                                           "linear_relu_quantized_io", "shared_input", "dynamic_linears", "dynamic_cnn", "float16_linears",
                                            "embeddings"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 

@@ -59,6 +59,7 @@ double max_abs_error(const c10::IValue& a, const c10::IValue& b) { return max_er
 
 }  // namespace qfx::test
 
+#include <ATen/Context.h>
 #include <c10/util/Exception.h>
 
 namespace qfx::test {
@@ -73,6 +74,12 @@ std::string error_of(const std::function<void()>& fn) {
 }
 
 double from_hex(const std::string& text) { return std::strtod(text.c_str(), nullptr); }
+
+EngineGuard::EngineGuard(const std::string& name) : previous_(static_cast<int>(at::globalContext().qEngine())) {
+  at::globalContext().setQEngine(name == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
+}
+
+EngineGuard::~EngineGuard() { at::globalContext().setQEngine(static_cast<at::QEngine>(previous_)); }
 
 struct WarningCapture::Handler : public c10::WarningHandler {
   void process(const c10::SourceLocation&, const std::string& msg, const bool) override { messages.push_back(msg); }

@@ -46,6 +46,18 @@ std::string error_of(const std::function<void()>& fn);
 /// A double from Python's float.hex() (also "inf", "-inf", "nan").
 double from_hex(const std::string& text);
 
+/// Makes `name` (onednn or qnnpack) LibTorch's quantized engine while alive.
+class EngineGuard {
+ public:
+  explicit EngineGuard(const std::string& name);
+  ~EngineGuard();
+  EngineGuard(const EngineGuard&) = delete;
+  EngineGuard& operator=(const EngineGuard&) = delete;
+
+ private:
+  int previous_;
+};
+
 /// Catches c10 warnings (TORCH_WARN) while alive.
 class WarningCapture {
  public:

@@ -73,13 +73,10 @@ void calibrate(ir::GraphModule& gm, const Options& o) {
 
 quant::QConfigMapping mapping_for(const Options& o) {
   if (o.dynamic) {
-    // Linear layers, and the relus a fused LinearReLU needs to share their qconfig
-    quant::QConfigAny dynamic = *quant::qconfig_preset("default_dynamic_qconfig");
-    quant::QConfigMapping mapping;
-    for (const char* type : {"torch.nn.Linear", "torch.nn.functional.linear", "torch.nn.ReLU", "torch.nn.functional.relu"}) {
-      mapping.set_object_type(type, dynamic);
-    }
-    return mapping;
+    // What the backend quantizes dynamically (Linear, LinearReLU, ...); the rest stays float. A global qconfig,
+    // as PyTorch's users write it: per-type entries would make fusion refuse conv-relu or linear-relu pairs
+    // whose two types got different qconfigs.
+    return quant::QConfigMapping().set_global(*quant::qconfig_preset("default_dynamic_qconfig"));
   }
   if (o.qconfig == "qat") return qconfig_mapping_from_arg("qat:" + o.engine);
   if (o.qconfig == "default") return qconfig_mapping_from_arg("default:" + o.engine);
@@ -206,7 +203,9 @@ void add_quantize_command(CLI::App& app, Action& action) {
   cmd->add_option("--prepare-custom-config", o->prepare_custom_config,
                   "PrepareCustomConfig JSON (PyTorch's to_dict() keys): standalone and non-traceable modules, "
                   "input/output_quantized_idxs, preserved_attributes (kept in the output file)");
-  cmd->add_flag("--dynamic", o->dynamic, "dynamic quantization of Linear layers (no calibration)");
+  cmd->add_flag("--dynamic", o->dynamic,
+                "dynamic quantization (default_dynamic_qconfig) of what the backend quantizes dynamically: Linear "
+                "layers; the rest stays float; no calibration");
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings")->check(output_file());
   cmd->add_option("--report-html", o->report_html,
