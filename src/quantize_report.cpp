@@ -8,6 +8,7 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/python_literals.h"
 #include "qfx/nn/intrinsic.h"
+#include "qfx/nn/reference.h"
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/observer_base.h"
 #include "qfx/quant/qtypes.h"
@@ -59,6 +60,8 @@ nlohmann::json weight_qparams(const ir::GraphModule& gm, const ir::Node& n, cons
   if (n.op() != ir::Opcode::kCallModule) return nullptr;
   auto module = gm.get_submodule(n.target());
   if (auto* fused = dynamic_cast<const nn::FusedModuleImpl*>(module.get())) module = fused->module(0);
+  // only modules convert gives a quantized weight (not BatchNorm's or PReLU's)
+  if (!nn::has_reference_module(ir::module_type_name(*module))) return nullptr;
   auto params = module->named_parameters(false);  // find() points into this dict
   const at::Tensor* weight = params.find("weight");
   if (weight == nullptr) return nullptr;
@@ -72,7 +75,8 @@ nlohmann::json entry(const ir::GraphModule& gm, const ir::Node& n) {
   nlohmann::json j;
   const quant::QConfigAny& qconfig = passes::node_qconfig(n);
   bool observed = passes::node_is_observed(n);
-  std::string mode = observed && qconfig ? mode_of(*qconfig) : "none";
+  bool stays_float = n.meta().count(passes::kFloatReasonMeta) > 0;
+  std::string mode = observed && qconfig && !stays_float ? mode_of(*qconfig) : "none";
   j["quantized"] = mode != "none";
   j["mode"] = mode;
   if (mode == "none") {

@@ -40,13 +40,18 @@ std::vector<int64_t> expand(std::vector<int64_t> v) {
   return v;
 }
 
-template <int N>
-at::Tensor conv(A a) {
+// F.convNd(input, weight, bias, stride, padding, dilation, groups) and
+// F.conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)
+template <int N, bool Transposed>
+at::Tensor convolution(A a) {
   std::vector<int64_t> one(N, 1);
   std::vector<int64_t> zero(N, 0);
+  size_t dilation = Transposed ? 7 : 5;
+  std::vector<int64_t> output_padding = Transposed ? expand<N>(a.int_list_or(5, "output_padding", zero)) : zero;
   return at::convolution(a.tensor(0, "input"), a.tensor(1, "weight"), a.optional_tensor(2, "bias"),
                          expand<N>(a.int_list_or(3, "stride", one)), expand<N>(a.int_list_or(4, "padding", zero)),
-                         expand<N>(a.int_list_or(5, "dilation", one)), false, zero, a.int_or(6, "groups", 1));
+                         expand<N>(a.int_list_or(dilation, "dilation", one)), Transposed, output_padding,
+                         a.int_or(6, "groups", 1));
 }
 
 template <int N>
@@ -155,9 +160,12 @@ const bool kRegistered = [] {
       {"torch.nn.functional.linear", [](A a) -> c10::IValue {
          return at::linear(a.tensor(0, "input"), a.tensor(1, "weight"), a.optional_tensor(2, "bias"));
        }},
-      {"torch.nn.functional.conv1d", [](A a) -> c10::IValue { return conv<1>(a); }},
-      {"torch.nn.functional.conv2d", [](A a) -> c10::IValue { return conv<2>(a); }},
-      {"torch.nn.functional.conv3d", [](A a) -> c10::IValue { return conv<3>(a); }},
+      {"torch.nn.functional.conv1d", [](A a) -> c10::IValue { return convolution<1, false>(a); }},
+      {"torch.nn.functional.conv2d", [](A a) -> c10::IValue { return convolution<2, false>(a); }},
+      {"torch.nn.functional.conv3d", [](A a) -> c10::IValue { return convolution<3, false>(a); }},
+      {"torch.nn.functional.conv_transpose1d", [](A a) -> c10::IValue { return convolution<1, true>(a); }},
+      {"torch.nn.functional.conv_transpose2d", [](A a) -> c10::IValue { return convolution<2, true>(a); }},
+      {"torch.nn.functional.conv_transpose3d", [](A a) -> c10::IValue { return convolution<3, true>(a); }},
       {"torch.nn.functional.max_pool1d", [](A a) -> c10::IValue { return max_pool<1>(a); }},
       {"torch.nn.functional.max_pool2d", [](A a) -> c10::IValue { return max_pool<2>(a); }},
       {"torch.nn.functional.max_pool3d", [](A a) -> c10::IValue { return max_pool<3>(a); }},

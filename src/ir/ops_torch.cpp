@@ -142,6 +142,12 @@ const bool kRegistered = [] {
                                                 a.bool_or(2, "reduce_range", false));
        }},
       {"torch.dequantize", [](A a) -> c10::IValue { return at::dequantize(a.tensor(0, "input")); }},
+      {"torch._assert", [](A a) -> c10::IValue {
+         const c10::IValue& condition = a.at(0, "condition");
+         bool holds = condition.isTensor() ? condition.toTensor().item<bool>() : condition.toBool();
+         TORCH_CHECK(holds, "AssertionError: ", a.at(1, "message").toStringRef());
+         return c10::IValue();
+       }},
   });
   return true;
 }();

@@ -152,6 +152,7 @@ WeightQParams weight_qparams_of(quant::ActivationPostProcess& observer) {
               : scheme == c10::kPerChannelSymmetric ? c10::kPerChannelAffine
                                                     : scheme;
   if (quant::is_per_channel(scheme)) q.axis = observer.ch_axis();
+  if (!quant::is_quantized_dtype(q.dtype)) return q;  // float16 weights: a PlaceholderObserver, no qparams
   quant::QParams qparams = observer.calculate_qparams();
   q.scale = qparams.scale.clone();
   q.zero_point = qparams.zero_point.clone();

@@ -159,4 +159,32 @@ std::string unsupported_reason(const QuantMatch& match, const quant::QConfig& qc
   return first_reason;
 }
 
+/// PyTorch's is_qconfig_supported_by_dtype_configs (convert's check of a
+/// weighted module's qconfig against its own pattern's dtype configs).
+bool supported_by_dtype_configs(const quant::QConfig& qconfig, const std::vector<backend::DTypeConfig>& configs) {
+  quant::QConfigDtypes q = quant::qconfig_dtypes(qconfig);
+  for (const backend::DTypeConfig& c : configs) {
+    bool dynamic = c.is_dynamic.value_or(false);
+    c10::ScalarType input = c.input_dtype.dtype.value_or(c10::kFloat);
+    c10::ScalarType weight = c.weight_dtype.dtype.value_or(c10::kFloat);
+    c10::ScalarType output = c.output_dtype.dtype.value_or(c10::kFloat);
+    c10::ScalarType bias = c.bias_dtype.value_or(c10::kFloat);
+    c10::ScalarType qbias = q.activation == c10::kHalf && q.weight == c10::kHalf && !dynamic ? c10::kHalf : c10::kFloat;
+    bool match = dynamic ? q.compute && input == *q.compute && output == c10::kFloat && weight == q.weight
+                         : input == q.activation && output == q.activation && weight == q.weight && bias == qbias;
+    if (match) return true;
+  }
+  return false;
+}
+
+const backend::BackendPatternConfig* module_config(const backend::BackendConfig& backend, const std::string& type) {
+  for (const backend::BackendPatternConfig& config : backend.configs()) {
+    const auto& elements = config.pattern().elements();
+    if (elements.size() == 1 && elements[0].op.kind == pattern::OpKind::kModule && elements[0].op.name == type) {
+      return &config;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace qfx::passes::detail

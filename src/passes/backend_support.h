@@ -16,4 +16,11 @@ std::string unsupported_reason(const QuantMatch& match, const quant::QConfig& qc
                                const std::unordered_map<const ir::Node*, DtypeInfo>& dtypes,
                                const WeightArgs& weight_args);
 
+/// PyTorch's is_qconfig_supported_by_dtype_configs: whether convert gives a
+/// weighted module with `qconfig` a quantized weight under `configs`.
+bool supported_by_dtype_configs(const quant::QConfig& qconfig, const std::vector<backend::DTypeConfig>& configs);
+
+/// The config whose pattern is the single module type `type`, or nullptr.
+const backend::BackendPatternConfig* module_config(const backend::BackendConfig& backend, const std::string& type);
+
 }  // namespace qfx::passes::detail

@@ -20,6 +20,7 @@
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/simple_observers.h"
 #include "attr_names.h"
+#include "backend_support.h"
 #include "custom_module_swap.h"
 #include "observer_qparams.h"
 #include "quant_matches.h"
@@ -126,33 +127,6 @@ bool weight_is_quantized(const quant::QConfig& qconfig) {
   return w == c10::kQUInt8 || w == c10::kQInt8 || w == c10::kHalf || w == c10::kQUInt4x2;
 }
 
-/// PyTorch's is_qconfig_supported_by_dtype_configs for the module's own pattern.
-bool supported_by_dtype_configs(const quant::QConfig& qconfig, const std::vector<backend::DTypeConfig>& configs) {
-  quant::QConfigDtypes q = quant::qconfig_dtypes(qconfig);
-  for (const backend::DTypeConfig& c : configs) {
-    bool dynamic = c.is_dynamic.value_or(false);
-    c10::ScalarType input = c.input_dtype.dtype.value_or(c10::kFloat);
-    c10::ScalarType weight = c.weight_dtype.dtype.value_or(c10::kFloat);
-    c10::ScalarType output = c.output_dtype.dtype.value_or(c10::kFloat);
-    c10::ScalarType bias = c.bias_dtype.value_or(c10::kFloat);
-    c10::ScalarType qbias = q.activation == c10::kHalf && q.weight == c10::kHalf && !dynamic ? c10::kHalf : c10::kFloat;
-    bool match = dynamic ? q.compute && input == *q.compute && output == c10::kFloat && weight == q.weight
-                         : input == q.activation && output == q.activation && weight == q.weight && bias == qbias;
-    if (match) return true;
-  }
-  return false;
-}
-
-const backend::BackendPatternConfig* module_config(const backend::BackendConfig& backend, const std::string& type) {
-  for (const backend::BackendPatternConfig& config : backend.configs()) {
-    const auto& elements = config.pattern().elements();
-    if (elements.size() == 1 && elements[0].op.kind == pattern::OpKind::kModule && elements[0].op.name == type) {
-      return &config;
-    }
-  }
-  return nullptr;
-}
-
 /// What convert does to a weighted module's node, worked out beside the
 /// rewrite: a QAT module's float module (batch norm folded in) goes to the
 /// node's path, and the reference module replaces the module (or the first
@@ -186,8 +160,8 @@ WeightedConversion weighted_conversion(const WeightedInput& input, const backend
   }
   const quant::QConfigAny& qconfig = *input.qconfig;
   if (!qconfig || !input.observed || !weight_is_quantized(*qconfig)) return conversion;
-  const backend::BackendPatternConfig* config = module_config(backend, ir::module_type_name(*module));
-  if (!config || !supported_by_dtype_configs(*qconfig, config->dtype_configs())) return conversion;
+  const backend::BackendPatternConfig* config = detail::module_config(backend, ir::module_type_name(*module));
+  if (!config || !detail::supported_by_dtype_configs(*qconfig, config->dtype_configs())) return conversion;
   auto fused = std::dynamic_pointer_cast<nn::FusedModuleImpl>(module);
   std::shared_ptr<torch::nn::Module> float_module = fused ? fused->module(0) : module;
   if (!weight_observer) weight_observer = qconfig->weight.make();

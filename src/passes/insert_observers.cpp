@@ -22,6 +22,7 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/intrinsic.h"
 #include "qfx/nn/opaque_modules.h"
+#include "qfx/nn/reference.h"
 #include "qfx/passes/pass.h"
 #include "qfx/passes/pass_manager.h"
 #include "qfx/passes/prepare_state.h"
@@ -157,6 +158,19 @@ void mark_observed(const QuantMatch& match) {
   for (ir::Node* node : match.nodes) node->meta()[kObservedMeta] = true;
 }
 
+/// A weighted module whose qconfig its own dtype configs do not take (an
+/// Embedding under a static qconfig) is observed around, as in PyTorch, but
+/// convert keeps it float: the reason, for the report.
+void note_float_weighted_module(const PrepareContext& ctx, ir::Node& node, const quant::QConfig& qconfig) {
+  if (node.op() != ir::Opcode::kCallModule) return;
+  std::string type = ir::module_type_name(*ctx.gm.get_submodule(node.target()));
+  if (!nn::has_reference_module(type)) return;
+  const backend::BackendPatternConfig* config = detail::module_config(ctx.options.backend(), type);
+  if (config == nullptr || detail::supported_by_dtype_configs(qconfig, config->dtype_configs())) return;
+  node.meta()[kFloatReasonMeta] = "convert keeps it float: no dtype config of the backend's " + type +
+                                  " takes its qconfig's dtypes";
+}
+
 /// The standalone module `node` calls, or nullptr.
 nn::NestedGraphModuleImpl* standalone_module(const ir::Node& node, const ir::GraphModule& gm) {
   if (node.op() != ir::Opcode::kCallModule) return nullptr;
@@ -257,6 +271,7 @@ void prepare_node(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::N
   if (!qconfig || is_getitem) return;
   if (!supported(ctx, node, *match, *qconfig)) return;
   mark_observed(*match);
+  note_float_weighted_module(ctx, node, *qconfig);
   if (&node == match->root) inserter.observe_inputs(node, *qconfig);
   if (&node == match->last) observe_output(ctx, inserter, node, *match, *qconfig);
 }

@@ -491,6 +491,40 @@ assert (ours(x) - expected).abs().max() <= 1e-5 * expected.abs().max(), (ours(x)
 modes = {n['name']: n['mode'] for n in json.load(open(sys.argv[3]))['nodes']}
 assert modes['fc1'] == modes['fc2'] == 'dynamic' and modes['conv1'] == 'none', modes
 EOF
+# --report on a standalone BatchNorm2d and PReLU (no weight observer runs on them) and on an Embedding under the
+# static default mapping (observed around, as PyTorch, but convert keeps it float: not "quantized").
+"$python" - "$work" <<'EOF' || fail "could not make the report models"
+import sys, torch, torch.nn as nn
+class Norms(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn, self.prelu = nn.BatchNorm2d(3), nn.PReLU()
+    def forward(self, x):
+        return self.prelu(self.bn(x))
+class Lookup(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.fc = nn.Embedding(10, 4), nn.Linear(4, 2)
+    def forward(self, x):
+        return self.fc(self.emb(x))
+x, i = torch.rand(4, 3, 8, 8), torch.randint(0, 10, (4, 3))
+torch.jit.trace(Norms().eval(), x).save(sys.argv[1] + '/norms.pt')
+torch.jit.trace(Lookup().eval(), i).save(sys.argv[1] + '/lookup.pt')
+torch.save(x, sys.argv[1] + '/norms_in.pt')
+torch.save(i, sys.argv[1] + '/lookup_in.pt')
+EOF
+for m in norms lookup; do
+  "$qfx" quantize "$work/$m.pt" -o "$work/${m}_q.pt" --calib "$work/${m}_in.pt" --batch-size 2 --report "$work/$m.json" -q \
+    || fail "quantize --report on $m exited $?"
+done
+"$python" - "$work/norms.json" "$work/lookup.json" <<'EOF' || fail "the reports of the norms/lookup models are wrong"
+import json, sys
+norms = {n['name']: n for n in json.load(open(sys.argv[1]))['nodes']}
+assert norms['bn']['quantized'] and norms['bn']['weight_qparams'] is None, norms['bn']
+lookup = {n['name']: n for n in json.load(open(sys.argv[2]))['nodes']}
+assert not lookup['emb']['quantized'] and 'convert keeps it float' in lookup['emb']['reason'], lookup['emb']
+assert lookup['fc']['quantized'] and lookup['fc']['mode'] == 'static', lookup['fc']
+EOF
 expect_error 1 "--train needs --qconfig qat" -- quantize "$demo_model" -o "$work/t.pt" --train "$work/calib.pt"
 expect_error 1 "training data '.*calib.pt' batch 0: no labels \(training needs labelled data\)" -- quantize "$demo_model" -o "$work/t.pt" \
   --qconfig qat --train "$work/calib.pt"

@@ -8,7 +8,8 @@ model_fixtures.py writes models, their TorchScript files and what torch.fx
 makes of them; quant_fixtures.py writes observer, fake-quantize and
 QConfigMapping cases;
 backend_fixtures.py writes BackendConfigs and batch-norm folding cases;
-flow_fixtures.py what PyTorch's FX passes make of models. Each writer's
+flow_fixtures.py what PyTorch's FX passes make of models; suite_fixtures.py
+what they make of PyTorch's own quantization test models. Each writer's
 fixtures are rebuilt only when it or a script it imports changes (a stamp per
 writer holds their hash).
 """
@@ -30,6 +31,7 @@ import from_float_fixtures  # noqa: E402
 import model_fixtures  # noqa: E402
 import qat_fixtures  # noqa: E402
 import quant_fixtures  # noqa: E402
+import suite_fixtures  # noqa: E402
 
 # Each writer and the scripts whose changes make its fixtures stale, in the
 # order they run (later writers read earlier writers' files).
@@ -46,6 +48,8 @@ WRITERS = [
     (compare_fixtures, ['compare_fixtures.py', 'quant_fixtures.py']),
     (qat_fixtures, ['qat_fixtures.py', 'flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py',
                     'backend_fixtures.py', 'pytorch_names.py']),
+    (suite_fixtures, ['suite_fixtures.py', 'flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py',
+                      'backend_fixtures.py', 'pytorch_names.py']),
 ]
 
 

@@ -88,9 +88,22 @@ void to_aten(ir::Node& node) {
   TORCH_CHECK(false, "export: no TorchScript form for %", node.name(), " (", node.target(), ")");
 }
 
+/// `torch._assert(condition, message)`: TorchScript has no operator for it
+/// (Python compiles it to an `if` that raises), so the check is kept as
+/// `torch._assert_async(torch.tensor(condition))`, without the message.
+void lower_assert(ir::Graph& graph, ir::Node& node) {
+  auto guard = graph.inserting_before(&node);
+  ir::Node* condition = graph.call_function("torch.tensor", {node.args().at(0)});
+  node.set_target("torch._assert_async");
+  node.set_args({condition});
+}
+
 /// The graph in TorchScript's vocabulary, with attributes registered in `attrs`.
 std::unique_ptr<ir::Graph> script_graph(const ir::GraphModule& gm, ScriptAttrs& attrs) {
   std::unique_ptr<ir::Graph> graph = gm.graph().clone();
+  for (ir::Node* node : graph->node_list()) {
+    if (node->op() == ir::Opcode::kCallFunction && node->target() == "torch._assert") lower_assert(*graph, *node);
+  }
   for (ir::Node* node : graph->nodes()) {
     std::vector<ir::Argument> args;
     for (const ir::Argument& a : node->args()) args.push_back(as_codes(a));

@@ -77,6 +77,14 @@ ir::Node* GraphBuilder::scoped(ir::Node* node) {
   return node;
 }
 
+constexpr const char* kFloatFunctional = "torch.ao.nn.quantized.FloatFunctional";
+
+/// `forward`, or `forward1`, `forward2`, ... (a traced module called again).
+bool is_forward(const std::string& method) {
+  return method.rfind("forward", 0) == 0 &&
+         std::all_of(method.begin() + 7, method.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
 bool is_leaf_module(const std::string& python_class) {
   bool under_nn = python_class.rfind("torch.nn.", 0) == 0 || python_class.rfind("torch.ao.nn.", 0) == 0;
   return under_nn && python_class != "torch.nn.modules.container.Sequential";
@@ -99,7 +107,16 @@ void GraphBuilder::import_forward(const torch::jit::Module& root) {
 ImportValue GraphBuilder::call_module(const ImportValue& module, const std::string& method,
                                       std::vector<ImportValue> args) {
   std::string type = python_class_name(*module.module);
-  if (is_leaf_module(type) || built_leaves_.count(module.path) > 0) return leaf_call(module, std::move(args));
+  // prepare_fx swaps FloatFunctional for FXFloatFunctional, whose add, mul,
+  // cat, ... are the bare ops: no call of its activation_post_process
+  if (scopes_.back().module_type == kFloatFunctional && type == "torch.nn.modules.linear.Identity") {
+    return args.at(0);
+  }
+  // FX calls a leaf module's forward (a trace's second call of a module is
+  // `forward1`); any other method, FloatFunctional's add included, it traces through.
+  if (is_forward(method) && (is_leaf_module(type) || built_leaves_.count(module.path) > 0)) {
+    return leaf_call(module, std::move(args));
+  }
   if (auto whole = kept_whole(module, type)) {
     gm_.add_submodule(module.path, std::move(whole));
     built_leaves_.insert(module.path);
@@ -144,6 +161,55 @@ std::shared_ptr<torch::nn::Module> GraphBuilder::kept_whole(const ImportValue& m
   return nullptr;
 }
 
+namespace {
+
+/// Leaves whose traced forward may take its inputs in another order than the
+/// Python signature (torch.jit.trace orders them by first use): the ATen op
+/// that reads them, and its input positions in the Python signature's order.
+struct LeafSignature {
+  const char* python_class;
+  const char* op;
+  std::vector<size_t> op_inputs;
+};
+
+const std::vector<LeafSignature>& leaf_signatures() {
+  // EmbeddingBag.forward(input, offsets, per_sample_weights): embedding_bag(weight, indices, offsets, ...,
+  // per_sample_weights, ...); a trace takes (input, per_sample_weights, offsets)
+  static const std::vector<LeafSignature> kRows = {
+      {"torch.nn.modules.sparse.EmbeddingBag", "aten::embedding_bag", {1, 2, 6}},
+  };
+  return kRows;
+}
+
+/// Which input of `graph` after `self` `value` is (-1: none).
+int forward_input(const torch::jit::Graph& graph, const torch::jit::Value* value) {
+  for (size_t i = 1; i < graph.inputs().size(); ++i) {
+    if (graph.inputs()[i] == value) return static_cast<int>(i) - 1;
+  }
+  return -1;
+}
+
+/// `args` of a call of `module`'s forward, in its Python signature's order.
+std::vector<ImportValue> python_order(const torch::jit::Module& module, const std::string& python_class,
+                                      std::vector<ImportValue> args) {
+  auto row = std::find_if(leaf_signatures().begin(), leaf_signatures().end(),
+                          [&](const LeafSignature& r) { return python_class == r.python_class; });
+  if (row == leaf_signatures().end()) return args;
+  const torch::jit::Graph& graph = *module.get_method("forward").graph();
+  auto nodes = graph.nodes();
+  auto op = std::find_if(nodes.begin(), nodes.end(),
+                         [&](const torch::jit::Node* n) { return n->kind().toQualString() == std::string(row->op); });
+  if (op == nodes.end()) return args;  // a scripted forward: inputs in signature order
+  std::vector<ImportValue> ordered;
+  for (size_t position : row->op_inputs) {
+    int i = position < op->inputs().size() ? forward_input(graph, op->input(position)) : -1;
+    if (i >= 0 && static_cast<size_t>(i) < args.size()) ordered.push_back(args[static_cast<size_t>(i)]);
+  }
+  return ordered.size() == args.size() ? ordered : args;
+}
+
+}  // namespace
+
 ImportValue GraphBuilder::leaf_call(const ImportValue& module, std::vector<ImportValue> args) {
   const std::string& path = module.path;
   // torch.jit.trace records `identity(x)` as a call without inputs that returns
@@ -159,8 +225,13 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, std::vector<Impor
     gm_.add_submodule(path, std::move(built));
     built_leaves_.insert(path);
   }
+  // TorchScript passes a script forward's defaults explicitly (ConvTranspose's output_size=None): FX does not
+  const auto& schema = module.module->get_method("forward").function().getSchema().arguments();
+  while (!args.empty() && args.size() < schema.size() && is_default(schema[args.size()], args.back())) args.pop_back();
   std::vector<ir::Argument> fx_args;
-  for (const ImportValue& a : args) fx_args.push_back(to_argument(a));
+  for (const ImportValue& a : python_order(*module.module, python_class_name(*module.module), std::move(args))) {
+    fx_args.push_back(to_argument(a));
+  }
   // QuantizationTracer records a leaf's own call under the leaf's scope.
   ir::Node* node = gm_.graph().call_module(path, std::move(fx_args));
   node->meta()[ir::kScopeMeta] = ir::NodeScope{path, nn::python_class_of(*gm_.get_submodule(path))};
@@ -235,7 +306,8 @@ ir::Node* GraphBuilder::mapped_op(const torch::jit::Node& node, const std::vecto
   std::vector<int> order = m.order.empty() ? all_indices(inputs.size()) : m.order;
   for (size_t i = 0; i < inputs.size(); ++i) {
     bool selected = std::find(order.begin(), order.end(), static_cast<int>(i)) != order.end();
-    if (!selected && !is_default(schema_args[i], inputs[i])) {
+    // ATen's cudnn_enabled (batch_norm, instance_norm) is torch.backends.cudnn.enabled, no argument of F's
+    if (!selected && !is_default(schema_args[i], inputs[i]) && schema_args[i].name() != "cudnn_enabled") {
       walker_.fail("cannot express argument '" + schema_args[i].name() + "' of " + node.kind().toQualString());
     }
   }
@@ -250,14 +322,35 @@ ir::Node* GraphBuilder::mapped_op(const torch::jit::Node& node, const std::vecto
   return call_node(m.op, target, schema_args, inputs, split.positional, split.keyword, m.inplace);
 }
 
+/// How FX records a call of a Python function of torch.nn.functional: its
+/// handle_torch_function passes the leading Tensor parameters positionally
+/// and the rest by keyword (`F.relu(x, True)` is recorded as
+/// `relu(x, inplace=True)`); here the keywords at their default are left out.
+ArgumentSplit split_as_torch_function(const std::vector<c10::Argument>& schema_args,
+                                      const std::vector<ImportValue>& inputs) {
+  ArgumentSplit split;
+  size_t i = 0;
+  for (; i < inputs.size() && schema_args[i].type()->kind() == c10::TypeKind::TensorType; ++i) {
+    split.positional.push_back(static_cast<int>(i));
+  }
+  for (; i < inputs.size(); ++i) {
+    if (!is_default(schema_args[i], inputs[i])) split.keyword.push_back(static_cast<int>(i));
+  }
+  return split;
+}
+
 c10::optional<ImportValue> GraphBuilder::call_function(const std::string& qualified_name,
                                                        const c10::FunctionSchema& schema,
                                                        const std::vector<ImportValue>& args) {
   // A function FX records as one node (`torch.nn.functional.relu`): one node.
   if (ir::OpRegistry::functions().find(qualified_name) == nullptr) return c10::nullopt;
-  ArgumentSplit split = split_arguments(schema.arguments(), args, all_indices(args.size()));
+  ArgumentSplit split = split_as_torch_function(schema.arguments(), args);
   return ImportValue::of_node(call_node(ir::Opcode::kCallFunction, qualified_name, schema.arguments(), args,
                                         split.positional, split.keyword, false));
+}
+
+void GraphBuilder::assertion(const ImportValue& condition, const std::string& message) {
+  scoped(gm_.graph().call_function("torch._assert", {to_argument(condition), message}));
 }
 
 ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
@@ -269,11 +362,14 @@ ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vec
   };
   if (kind == "aten::_convolution") {
     // _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
-    if (!inputs[6].is_static() || inputs[6].constant.toBool()) walker_.fail("transposed functional convolution");
-    size_t dims = inputs[3].constant.toIntList().size();
-    std::string target = "torch.nn.functional.conv" + std::to_string(dims) + "d";
-    return ImportValue::of_node(
-        scoped(gm_.graph().call_function(target, {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(8)})));
+    if (!inputs[6].is_static()) walker_.fail("a functional convolution whose `transposed` is computed");
+    std::string dims = std::to_string(inputs[3].constant.toIntList().size());
+    if (inputs[6].constant.toBool()) {  // F.conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)
+      return ImportValue::of_node(scoped(gm_.graph().call_function(
+          "torch.nn.functional.conv_transpose" + dims + "d", {arg(0), arg(1), arg(2), arg(3), arg(4), arg(7), arg(8), arg(5)})));
+    }
+    return ImportValue::of_node(scoped(gm_.graph().call_function(
+        "torch.nn.functional.conv" + dims + "d", {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(8)})));
   }
   // aten::slice(self, dim, start, end, step) / aten::select(self, dim, index) => x[..., index]
   int64_t dim = static_int(1);

@@ -27,6 +27,7 @@ class GraphBuilder : public Walker::Handler {
   ImportValue element(const ImportValue& sequence, int64_t index) override;
   c10::optional<ImportValue> call_function(const std::string& qualified_name, const c10::FunctionSchema& schema,
                                            const std::vector<ImportValue>& args) override;
+  void assertion(const ImportValue& condition, const std::string& message) override;
 
  private:
   ir::Argument to_argument(const ImportValue& value, const c10::TypePtr& type = nullptr);

@@ -20,9 +20,15 @@ class Probe : public Walker::Handler {
   Probe() : walker_(*this) {}
 
   std::vector<ProbedOp> run(const torch::jit::Module& module, const std::string& path) {
+    const torch::jit::Function& forward = module.get_method("forward").function();
     const torch::jit::Graph& graph = *module.get_method("forward").graph();
-    std::vector<ImportValue> inputs(graph.inputs().size());  // the data inputs stay opaque
+    std::vector<ImportValue> inputs(graph.inputs().size());  // the data inputs stay opaque ...
     inputs[0] = ImportValue::of_module(path, module);
+    const auto& schema = forward.getSchema().arguments();
+    for (size_t i = 1; i < inputs.size() && i < schema.size(); ++i) {
+      // ... but for optional ones, taken as not given (ConvTranspose's output_size=None)
+      if (schema[i].default_value() && schema[i].default_value()->isNone()) inputs[i] = ImportValue::of_static({});
+    }
     walker_.run(graph, std::move(inputs));
     return std::move(ops_);
   }
@@ -51,10 +57,23 @@ const c10::IValue& ProbedOp::constant(size_t index) const {
               " is not a constant");
   return inputs[index].constant;
 }
-int64_t ProbedOp::to_int(size_t index) const { return constant(index).toInt(); }
-double ProbedOp::to_double(size_t index) const { return constant(index).toScalar().toDouble(); }
-bool ProbedOp::to_bool(size_t index) const { return constant(index).toBool(); }
-std::vector<int64_t> ProbedOp::ints(size_t index) const { return constant(index).toIntVector(); }
+namespace {
+
+const c10::IValue& typed(const ProbedOp& op, size_t index, bool ok, const char* what) {
+  TORCH_CHECK(ok, op.kind, ": input ", index, " is a ", op.constant(index).tagKind(), ", not ", what);
+  return op.constant(index);
+}
+
+}  // namespace
+
+int64_t ProbedOp::to_int(size_t index) const { return typed(*this, index, constant(index).isInt(), "an int").toInt(); }
+double ProbedOp::to_double(size_t index) const {
+  return typed(*this, index, constant(index).isScalar(), "a number").toScalar().toDouble();
+}
+bool ProbedOp::to_bool(size_t index) const { return typed(*this, index, constant(index).isBool(), "a bool").toBool(); }
+std::vector<int64_t> ProbedOp::ints(size_t index) const {
+  return typed(*this, index, constant(index).isIntList(), "a list of ints").toIntVector();
+}
 bool ProbedOp::is_none(size_t index) const {
   return index < inputs.size() && inputs[index].is_static() && inputs[index].constant.isNone();
 }

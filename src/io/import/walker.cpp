@@ -75,6 +75,7 @@ const std::unordered_map<std::string, Walker::Visit>& Walker::visitors() {
       {"aten::__is__", &Walker::visit_identity_test},
       {"aten::__isnot__", &Walker::visit_identity_test},
       {"prim::RaiseException", &Walker::visit_raise},
+      {"aten::warn", &Walker::visit_warn},
   };
   return kVisitors;
 }
@@ -144,8 +145,21 @@ void Walker::visit(const torch::jit::Node& node, Env& env) {
     return;
   }
   std::vector<ImportValue> inputs = inputs_of(node, env);
-  if (try_fold(node, inputs, env)) return;
+  if (try_fold(node, inputs, env) || try_concat(node, inputs, env)) return;
   bind_outputs(node, handler_.call_op(node, std::move(inputs)), env);
+}
+
+bool Walker::try_concat(const torch::jit::Node& node, const std::vector<ImportValue>& inputs, Env& env) {
+  // `[a] + [b]` of lists the walk built: Python joins them while FX traces
+  using Kind = ImportValue::Kind;
+  if (node.kind() != c10::aten::add || inputs.size() != 2 || inputs[0].kind != Kind::kList ||
+      inputs[1].kind != Kind::kList) {
+    return false;
+  }
+  std::vector<ImportValue> items = inputs[0].items;
+  items.insert(items.end(), inputs[1].items.begin(), inputs[1].items.end());
+  bind_outputs(node, {ImportValue::of_sequence(Kind::kList, std::move(items))}, env);
+  return true;
 }
 
 bool Walker::try_fold(const torch::jit::Node& node, const std::vector<ImportValue>& inputs, Env& env) {
@@ -158,7 +172,13 @@ bool Walker::try_fold(const torch::jit::Node& node, const std::vector<ImportValu
   if (node.maybeOperator() == nullptr) return false;
   torch::jit::Stack stack;
   for (const ImportValue& v : inputs) stack.push_back(v.constant);
-  node.getOperation()(stack);
+  try {
+    node.getOperation()(stack);
+  } catch (const std::exception& e) {
+    if (handler_.tolerate_dynamic_control()) return false;  // probing a branch never taken: an opaque value
+    std::string what = e.what();
+    fail(std::string(node.kind().toQualString()) + " on constants fails: " + what.substr(0, what.find('\n')));
+  }
   std::vector<ImportValue> outputs;
   for (c10::IValue& v : stack) outputs.push_back(ImportValue::of_static(std::move(v)));
   bind_outputs(node, std::move(outputs), env);
@@ -269,8 +289,33 @@ void Walker::visit_index(const torch::jit::Node& node, Env& env) {
   }
 }
 
+namespace {
+
+/// The message of `torch._assert(cond, message)` as TorchScript compiles it
+/// (an `if` without outputs whose else branch only raises), or nullopt.
+c10::optional<std::string> assertion_message(const torch::jit::Node& node) {
+  if (!node.outputs().empty() || node.blocks().size() != 2) return c10::nullopt;
+  const torch::jit::Block* pass = node.blocks()[0];
+  const torch::jit::Block* raise = node.blocks()[1];
+  if (pass->nodes().begin() != pass->nodes().end()) return c10::nullopt;
+  auto it = raise->nodes().begin();
+  if (it == raise->nodes().end() || it->kind() != c10::prim::RaiseException || ++it != raise->nodes().end()) {
+    return c10::nullopt;
+  }
+  const torch::jit::Value* text = raise->nodes().front()->input(0);
+  c10::optional<c10::IValue> constant = torch::jit::toIValue(text);
+  if (!constant || !constant->isString()) return c10::nullopt;
+  std::string message = constant->toStringRef();
+  const std::string prefix = "AssertionError: ";
+  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+}
+
+}  // namespace
+
 void Walker::visit_if(const torch::jit::Node& node, Env& env) {
   ImportValue cond = env.at(node.input(0));
+  c10::optional<std::string> assertion = assertion_message(node);
+  if (assertion && !cond.is_static()) return handler_.assertion(cond, *assertion);
   if (!cond.is_static() || !cond.constant.isBool()) {
     if (!handler_.tolerate_dynamic_control()) {
       fail("data-dependent control flow (an `if` on a value computed from the inputs)");
@@ -324,6 +369,10 @@ void Walker::visit_identity_test(const torch::jit::Node& node, Env& env) {
   }
   bool is_op = node.kind() == c10::aten::__is__;
   env[node.output()] = ImportValue::of_static(!is_op);
+}
+
+void Walker::visit_warn(const torch::jit::Node& /*node*/, Env& /*env*/) {
+  // warnings.warn(...): Python prints it while FX traces; nothing is recorded
 }
 
 void Walker::visit_raise(const torch::jit::Node& node, Env& env) {

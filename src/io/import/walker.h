@@ -39,6 +39,9 @@ class Walker {
     }
     /// `sequence[index]` for a value produced by call_op.
     virtual ImportValue element(const ImportValue& sequence, int64_t index) = 0;
+    /// `torch._assert(condition, message)`, which TorchScript compiles to an
+    /// `if` that raises; FX records it as a call.
+    virtual void assertion(const ImportValue& condition, const std::string& message) {}
     /// True: an `if` on a non-constant condition gives opaque outputs instead
     /// of an error (used when probing a leaf module's internals).
     virtual bool tolerate_dynamic_control() const { return false; }
@@ -63,6 +66,7 @@ class Walker {
   void visit(const torch::jit::Node& node, Env& env);
   std::vector<ImportValue> inputs_of(const torch::jit::Node& node, const Env& env) const;
   void bind_outputs(const torch::jit::Node& node, std::vector<ImportValue> values, Env& env);
+  bool try_concat(const torch::jit::Node& node, const std::vector<ImportValue>& inputs, Env& env);
   bool try_fold(const torch::jit::Node& node, const std::vector<ImportValue>& inputs, Env& env);
 
   void visit_constant(const torch::jit::Node& node, Env& env);
@@ -77,6 +81,7 @@ class Walker {
   void visit_pass_through(const torch::jit::Node& node, Env& env);
   void visit_identity_test(const torch::jit::Node& node, Env& env);
   void visit_raise(const torch::jit::Node& node, Env& env);
+  void visit_warn(const torch::jit::Node& node, Env& env);
 
   static const std::unordered_map<std::string, Visit>& visitors();
 

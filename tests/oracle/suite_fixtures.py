@@ -1,0 +1,654 @@
+"""PyTorch's own FX quantization test models, quantized by PyTorch 1.13.
+
+The models are those of torch/testing/_internal/common_quantization.py (the
+installed module itself) and runnable versions of the modules that
+test/quantization/fx/test_quantize_fx.py defines inside its tests (general
+shape and value ops, fixed-qparams ops, conv/linear module and functional
+variants, norms, activations, binary ops, embeddings, dynamic and QAT
+variants, qconfigs by module name / regex / object type / type order,
+quantized inputs and outputs).
+
+suite.json: one record per case: the model file (traced; `scripted` names a
+torch.jit.script file when scripting works), its input, the float output,
+the mode (static, qat, dynamic, weight_only), backend, engine and
+QConfigMapping (qfx JSON), and what PyTorch made: prepared nodes, observed
+node names and each observer's qparams after one forward of the input; the
+reference model's output; convert_fx's nodes, output and output step. Where
+PyTorch 1.13 itself fails, `pytorch_error` says at which stage and why, and
+the test checks that qfx's model is sound instead (docs/divergences.md).
+"""
+import copy
+import json
+import os
+import sys
+import types
+import unittest
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.ao.quantization import (QConfigMapping, default_dynamic_qconfig, default_qconfig,
+                                   float16_dynamic_qconfig, float_qparams_weight_only_qconfig,
+                                   get_default_qat_qconfig_mapping, get_default_qconfig,
+                                   get_default_qconfig_mapping, per_channel_dynamic_qconfig)
+from torch.ao.quantization.backend_config import get_native_backend_config, get_qnnpack_backend_config
+from torch.ao.quantization.fx.custom_config import PrepareCustomConfig
+from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, prepare_fx, prepare_qat_fx
+
+import flow_fixtures
+import model_fixtures
+from pytorch_names import object_type_name, qconfig_mapping_json
+
+
+def common_quantization():
+    """torch.testing._internal.common_quantization, whose common_utils import
+    wants the `expecttest` package (not in Debian): a stand-in suffices, as
+    only the model classes are used."""
+    if 'expecttest' not in sys.modules:
+        shim = types.ModuleType('expecttest')
+        shim.TestCase, shim.ACCEPT = unittest.TestCase, False
+        sys.modules['expecttest'] = shim
+    import torch.testing._internal.common_quantization as cq
+    return cq
+
+
+cq = common_quantization()
+
+
+# --- modules of test_quantize_fx.py's tests, runnable ------------------------
+
+class BinaryOp(nn.Module):
+    """test_add / test_mul: op(conv1(x), conv2(y)) both ways, tensor or scalar, in place or not."""
+
+    def __init__(self, op, scalar):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 1, 1), nn.Conv2d(1, 1, 1)
+        self.op, self.scalar = op, scalar
+
+    def forward(self, x, y):
+        x = self.conv1(x)
+        y = 3.0 if self.scalar else self.conv2(y)
+        x = self.op(x, y)
+        return self.op(y, x) if not self.scalar else self.op(x, y)
+
+
+class BinaryOpRelu(nn.Module):
+    """test_add_relu / test_mul_relu: op then relu (module or functional)."""
+
+    def __init__(self, op, functional_relu):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(1, 1, 1), nn.Conv2d(1, 1, 1)
+        self.op = op
+        self.relu = F.relu if functional_relu else nn.ReLU()
+
+    def forward(self, x, y):
+        x, y = self.conv1(x), self.conv2(y)
+        x = self.relu(self.op(x, y))
+        return self.relu(self.op(y, x))
+
+
+class ShapeOps(nn.Module):
+    """test_general_shape_ops: ops that share their input's observer, between two convs."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(3, 3, 3), nn.Conv2d(3, 3, 1)
+        self.maxpool2d = nn.MaxPool2d(kernel_size=3, stride=1, padding=1)
+        self.dropout = nn.Dropout()
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        x = self.conv1(x)
+        x = self.maxpool2d(x)
+        x = F.max_pool2d(x, 3, 1, 1)
+        x = torch.flatten(x, 2).reshape(x.shape)
+        x = x.view(1, 3, 8, 8).transpose(2, 3).contiguous()
+        a, b = torch.chunk(x, 2, 2)
+        x = torch.cat([a, b], 2)
+        x = F.dropout(x, training=False)
+        x = self.dropout(x)
+        x = x.permute(0, 1, 3, 2)
+        x = self.relu(x)
+        x = F.relu(x)
+        x = x.relu()
+        x = torch.squeeze(x.unsqueeze(0), 0)
+        x = x.detach()
+        x = x.repeat(1, 1, 1, 1)
+        x = torch.stack([x], 0)[0]
+        return self.conv2(x)
+
+
+class ValueOps(nn.Module):
+    """test_general_value_ops: pooling, mean and activation ops, between two convs."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.conv2 = nn.Conv2d(3, 3, 3), nn.Conv2d(3, 3, 1)
+        self.avg_pool2d = nn.AvgPool2d(3, 1, 1)
+        self.adaptive_avg_pool2d = nn.AdaptiveAvgPool2d((4, 4))
+        self.leaky_relu = nn.LeakyReLU()
+        self.hardsigmoid = nn.Hardsigmoid()
+        self.sigmoid = nn.Sigmoid()
+        self.tanh = nn.Tanh()
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = self.avg_pool2d(x)
+        x = F.avg_pool2d(x, 3, 1, 1)
+        x = self.adaptive_avg_pool2d(x)
+        x = F.adaptive_avg_pool2d(x, (4, 4))
+        x = x - torch.mean(x, [2, 3], True)
+        x = self.leaky_relu(x)
+        x = F.leaky_relu(x)
+        x = self.hardsigmoid(x)
+        x = F.hardsigmoid(x)
+        x = self.sigmoid(x)
+        x = torch.sigmoid(x)
+        x = self.tanh(x)
+        x = torch.tanh(x)
+        return self.conv2(x)
+
+
+class FixedQParamsOps(nn.Module):
+    """test_fixed_qparams_ops: sigmoid, hardsigmoid, tanh, softmax as modules, functions and methods."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 3)
+        self.sigmoid, self.hardsigmoid, self.tanh, self.softmax = nn.Sigmoid(), nn.Hardsigmoid(), nn.Tanh(), nn.Softmax(1)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = self.sigmoid(x) + torch.sigmoid(x) + x.sigmoid()
+        x = self.hardsigmoid(x) + F.hardsigmoid(x)
+        x = self.tanh(x) + torch.tanh(x) + x.tanh()
+        return self.softmax(x) + F.softmax(x, 1)
+
+
+class ConvNd(nn.Module):
+    """test_conv_linear: a convolution (or transposed one) as a module."""
+
+    def __init__(self, cls, dim):
+        super().__init__()
+        self.conv = cls(3, 3, 3)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class FunctionalConvNd(nn.Module):
+    """test_conv_linear: F.convNd / F.conv_transposeNd with a weight parameter."""
+
+    def __init__(self, fn, dim, transposed=False):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand((3, 3) + (3,) * dim) - 0.5)
+        self.bias = nn.Parameter(torch.rand(3) - 0.5)
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x, self.weight, self.bias)
+
+
+class FunctionalLinear(nn.Module):
+    """test_conv_linear: F.linear with a weight parameter and no bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(10, 5) - 0.5)
+
+    def forward(self, x):
+        return F.linear(x, self.weight)
+
+
+class BNRelu(nn.Module):
+    """test_qbatch_norm / test_qbatch_norm_relu: a standalone batch norm, optionally with relu."""
+
+    def __init__(self, dim, relu):
+        super().__init__()
+        self.bn = {2: nn.BatchNorm2d, 3: nn.BatchNorm3d}[dim](3)
+        self.relu = relu
+
+    def forward(self, x):
+        x = self.bn(x)
+        if self.relu == 'module':
+            return F.relu(x)
+        if self.relu == 'inplace':
+            return F.relu(x, True)
+        return x
+
+
+class Norm(nn.Module):
+    """test_layer_norm / test_instance_norm / test_group_norm: module or functional."""
+
+    def __init__(self, module, functional):
+        super().__init__()
+        self.op, self.functional = module, functional
+
+    def forward(self, x):
+        return self.functional(x) if self.functional is not None else self.op(x)
+
+
+class Activation(nn.Module):
+    """_test_activation_impl: the module or the functional op, in place or not."""
+
+    def __init__(self, module, functional, inplace):
+        super().__init__()
+        self.op = module(inplace=inplace) if module is not None else None
+        self.functional, self.inplace = functional, inplace
+
+    def forward(self, x):
+        return self.op(x) if self.op is not None else self.functional(x, inplace=self.inplace)
+
+
+class Clamp(nn.Module):
+    """test_clamp: relu6, clamp and hardtanh after a conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 2, 2)
+        self.relu6, self.hardtanh = nn.ReLU6(), nn.Hardtanh()
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = F.relu6(self.relu6(x))
+        x = x.clamp(-2.5, 2.5)
+        x = torch.clamp(x, -3, 3)
+        return F.hardtanh(self.hardtanh(x))
+
+
+class CatAddMatmul(nn.Module):
+    """test_cat / test_matmul / test_bmm: values from two convs joined."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(2, 2, 1), nn.Conv2d(2, 2, 1)
+
+    def forward(self, x):
+        a, b = self.conv1(x), self.conv2(x)
+        c = torch.cat([a, b], 1)
+        m = torch.matmul(a, b)
+        n = torch.bmm(a.reshape(4, 4, 4), b.reshape(4, 4, 4)).reshape(2, 2, 4, 4)
+        return c, m * n + a
+
+
+class AssertWarn(nn.Module):
+    """A forward with torch._assert (FX records it) and warnings.warn (FX drops it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 1)
+
+    def forward(self, x):
+        torch._assert(x.dim() == 4, 'expected a batch of images')
+        warnings.warn('the suite warns here')
+        return self.conv(x)
+
+
+class Nested(nn.Module):
+    """qconfig by module name, regex and object type: two submodules of linears."""
+
+    def __init__(self):
+        super().__init__()
+        self.sub1 = cq.LinearReluModel()
+        self.sub2 = cq.TwoLayerLinearModel()
+        self.fc3 = nn.Linear(5, 5)
+
+    def forward(self, x):
+        return self.fc3(self.sub2(self.sub1(x)))
+
+
+class TypeOrder(nn.Module):
+    """test_qconfig_module_name_object_type_order: the n-th add of a module."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(1, 1), nn.Linear(1, 1)
+
+    def forward(self, x):
+        x = self.fc1(x)
+        x = x + x
+        x = x + x
+        return self.fc2(x)
+
+
+# --- the cases ----------------------------------------------------------------
+
+def rand(*shape):
+    return lambda g: torch.rand(*shape, generator=g)
+
+
+def rands(*shapes):
+    return lambda g: tuple(torch.rand(*s, generator=g) for s in shapes)
+
+
+def onednn():
+    return get_default_qconfig_mapping('onednn')
+
+
+def qnnpack():
+    return get_default_qconfig_mapping('qnnpack')
+
+
+def global_qconfig(qconfig):
+    return lambda: QConfigMapping().set_global(qconfig)
+
+
+def per_tensor_transposed():
+    """PyTorch rejects per-channel weight observers for ConvTranspose."""
+    mapping = get_default_qconfig_mapping('onednn')
+    for cls in (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d):
+        mapping.set_object_type(cls, get_default_qconfig('qnnpack'))
+    return mapping
+
+
+def module_name_mapping():
+    return (QConfigMapping().set_module_name('sub1', default_qconfig).set_module_name('fc3', default_qconfig))
+
+
+def regex_mapping():
+    return QConfigMapping().set_module_name_regex('sub2.fc.*', default_qconfig)
+
+
+def object_type_mapping():
+    return (QConfigMapping().set_global(default_qconfig).set_object_type(nn.ReLU, None)
+            .set_module_name('sub2.fc2', None))
+
+
+def type_order_mapping():
+    return (QConfigMapping().set_global(default_qconfig)
+            .set_module_name_object_type_order('', torch.add, 1, None)
+            .set_module_name_object_type_order('', __import__('operator').add, 1, None))
+
+
+def weight_only_embeddings():
+    return QConfigMapping().set_object_type(nn.EmbeddingBag, float_qparams_weight_only_qconfig)
+
+
+def embedding_with_linear():
+    return get_default_qconfig_mapping('onednn').set_object_type(nn.EmbeddingBag, float_qparams_weight_only_qconfig)
+
+
+def qat_onednn():
+    return get_default_qat_qconfig_mapping('onednn')
+
+
+def indices_offsets(g):
+    return (torch.randint(0, 10, (12,), generator=g), torch.tensor([0, 4, 8, 12]), torch.rand(12, generator=g))
+
+
+def sparse_inputs(g):
+    return (torch.randint(0, 10, (12,), generator=g), torch.tensor([0, 4, 8]), torch.rand(3, 4, generator=g))
+
+
+IMG2 = rand(2, 3, 8, 8)
+IMG3 = rand(2, 3, 4, 6, 6)
+
+# (case, model constructor, input maker, mode, mapping maker, backend)
+CASES = [
+    # common_quantization.py's models under the default onednn mapping
+    ('single_layer_linear', cq.SingleLayerLinearModel, rand(4, 5), 'static', onednn, 'native'),
+    ('linear_add', cq.LinearAddModel, rand(4, 5), 'static', onednn, 'native'),
+    ('conv', cq.ConvModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('conv_transpose', cq.ConvTransposeModel, rand(2, 3, 5, 5), 'static', per_tensor_transposed, 'native'),
+    ('conv_bn', cq.ConvBnModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('conv_bn_relu', cq.ConvBnReLUModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('two_layer_conv', cq.TwoLayerConvModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('two_layer_linear', cq.TwoLayerLinearModel, rand(4, 5), 'static', onednn, 'native'),
+    ('linear_with_submodule', cq.LinearModelWithSubmodule, rand(4, 5), 'static', onednn, 'native'),
+    ('activations', cq.ActivationsTestModel, rand(2, 2, 5, 5), 'static', onednn, 'native'),
+    ('linear_relu', cq.LinearReluModel, rand(4, 5), 'static', onednn, 'native'),
+    ('linear_relu_linear', cq.LinearReluLinearModel, rand(4, 5), 'static', onednn, 'native'),
+    ('linear_relu_add', cq.LinearReluAddModel, rand(4, 5), 'static', onednn, 'native'),
+    ('conv_relu', cq.ConvReluModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('conv_relu_conv', cq.ConvReluConvModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('conv_relu_add', cq.ConvReluAddModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('normalization', cq.NormalizationTestModel, rand(2, 5), 'static', onednn, 'native'),
+    ('nested', cq.NestedModel, rand(4, 5), 'static', onednn, 'native'),
+    ('functional_linear', cq.SingleLayerFunctionalLinearModel, rand(4, 5), 'static', onednn, 'native'),
+    ('two_layer_functional_linear', cq.TwoLayerFunctionalLinearModel, rand(4, 5), 'static', onednn, 'native'),
+    ('functional_linear_add', cq.FunctionalLinearAddModel, rand(4, 5), 'static', onednn, 'native'),
+    ('functional_linear_relu', cq.FunctionalLinearReluModel, rand(4, 5), 'static', onednn, 'native'),
+    ('functional_linear_relu_linear', cq.FunctionalLinearReluLinearModel, rand(4, 5), 'static', onednn, 'native'),
+    ('functional_conv', cq.SingleLayerFunctionalConvModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('two_layer_functional_conv', cq.TwoLayerFunctionalConvModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('functional_conv_relu', cq.FunctionalConvReluModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('functional_conv_relu_conv', cq.FunctionalConvReluConvModel, rand(2, 3, 5, 5), 'static', onednn, 'native'),
+    ('sequential_fusion', cq.ModelWithSequentialFusion, rand(2, 3, 10, 10), 'static', onednn, 'native'),
+    ('fusion_with_bias', cq.ModelForFusionWithBias, rand(2, 3, 10, 10), 'static', onednn, 'native'),
+    ('linear_bn_fusion', cq.ModelForLinearBNFusion, rand(4, 20), 'static', onednn, 'native'),
+    ('conv_transpose_bn', cq.ModelForConvTransposeBNFusion, rand(2, 3, 5), 'static', per_tensor_transposed,
+     'native'),
+    ('resnet_base', cq.ResNetBase, rand(2, 3, 8, 8), 'static', onednn, 'native'),
+    ('multiple_ops', cq.ModelMultipleOps, rand(2, 3, 10, 10), 'static', onednn, 'native'),
+    ('multiple_ops_no_avg_pool', cq.ModelMultipleOpsNoAvgPool, rand(2, 3, 10, 10), 'static', onednn, 'native'),
+    ('sparse_nn', cq.SparseNNModel, sparse_inputs, 'static', embedding_with_linear, 'native'),
+    ('two_layer_linear_qnnpack', cq.TwoLayerLinearModel, rand(4, 5), 'static', qnnpack, 'qnnpack'),
+    ('resnet_base_qnnpack', cq.ResNetBase, rand(2, 3, 8, 8), 'static', qnnpack, 'qnnpack'),
+    # test_quantize_fx.py's modules
+    ('add', lambda: BinaryOp(torch.add, False), rands((1, 1, 4, 4), (1, 1, 4, 4)), 'static', onednn, 'native'),
+    ('add_operator', lambda: BinaryOp(__import__('operator').add, False), rands((1, 1, 4, 4), (1, 1, 4, 4)),
+     'static', onednn, 'native'),
+    ('add_scalar', lambda: BinaryOp(torch.add, True), rands((1, 1, 4, 4), (1, 1, 4, 4)), 'static', onednn,
+     'native'),
+    ('mul', lambda: BinaryOp(torch.mul, False), rands((1, 1, 4, 4), (1, 1, 4, 4)), 'static', onednn, 'native'),
+    ('mul_scalar', lambda: BinaryOp(__import__('operator').mul, True), rands((1, 1, 4, 4), (1, 1, 4, 4)),
+     'static', onednn, 'native'),
+    ('add_relu', lambda: BinaryOpRelu(torch.add, False), rands((1, 1, 4, 4), (1, 1, 4, 4)), 'static', onednn,
+     'native'),
+    ('add_functional_relu', lambda: BinaryOpRelu(__import__('operator').add, True),
+     rands((1, 1, 4, 4), (1, 1, 4, 4)), 'static', onednn, 'native'),
+    ('mul_relu', lambda: BinaryOpRelu(torch.mul, True), rands((1, 1, 4, 4), (1, 1, 4, 4)), 'static', onednn,
+     'native'),
+    ('general_shape_ops', ShapeOps, rand(1, 3, 10, 10), 'static', onednn, 'native'),
+    ('general_value_ops', ValueOps, rand(1, 3, 10, 10), 'static', onednn, 'native'),
+    ('fixed_qparams_ops', FixedQParamsOps, rand(2, 3, 6, 6), 'static', onednn, 'native'),
+    ('conv1d', lambda: ConvNd(nn.Conv1d, 1), rand(2, 3, 10), 'static', onednn, 'native'),
+    ('conv3d', lambda: ConvNd(nn.Conv3d, 3), IMG3, 'static', onednn, 'native'),
+    ('conv_transpose1d', lambda: ConvNd(nn.ConvTranspose1d, 1), rand(2, 3, 10), 'static', per_tensor_transposed,
+     'native'),
+    ('functional_conv1d', lambda: FunctionalConvNd(F.conv1d, 1), rand(2, 3, 10), 'static', onednn, 'native'),
+    ('functional_conv2d', lambda: FunctionalConvNd(F.conv2d, 2), IMG2, 'static', onednn, 'native'),
+    ('functional_conv3d', lambda: FunctionalConvNd(F.conv3d, 3), IMG3, 'static', onednn, 'native'),
+    ('functional_conv_transpose1d', lambda: FunctionalConvNd(F.conv_transpose1d, 1), rand(2, 3, 10), 'static',
+     onednn, 'native'),
+    ('functional_conv_transpose2d', lambda: FunctionalConvNd(F.conv_transpose2d, 2), IMG2, 'static', onednn,
+     'native'),
+    ('functional_linear_no_bias', FunctionalLinear, rand(8, 5), 'static', onednn, 'native'),
+    ('batch_norm2d', lambda: BNRelu(2, None), IMG2, 'static', onednn, 'native'),
+    ('batch_norm3d', lambda: BNRelu(3, None), IMG3, 'static', onednn, 'native'),
+    ('batch_norm2d_relu', lambda: BNRelu(2, 'module'), IMG2, 'static', onednn, 'native'),
+    ('batch_norm3d_relu_inplace', lambda: BNRelu(3, 'inplace'), IMG3, 'static', onednn, 'native'),
+    ('layer_norm', lambda: Norm(nn.LayerNorm([3, 8, 8]), None), IMG2, 'static', onednn, 'native'),
+    ('functional_layer_norm', lambda: Norm(None, lambda x: F.layer_norm(x, [3, 8, 8])), IMG2, 'static', onednn,
+     'native'),
+    ('instance_norm1d', lambda: Norm(nn.InstanceNorm1d(3), None), rand(2, 3, 10), 'static', onednn, 'native'),
+    ('instance_norm2d', lambda: Norm(nn.InstanceNorm2d(3), None), IMG2, 'static', onednn, 'native'),
+    ('instance_norm3d', lambda: Norm(nn.InstanceNorm3d(3), None), IMG3, 'static', onednn, 'native'),
+    ('functional_instance_norm', lambda: Norm(None, F.instance_norm), IMG2, 'static', onednn, 'native'),
+    ('group_norm', lambda: Norm(nn.GroupNorm(1, 3), None), IMG2, 'static', onednn, 'native'),
+    ('hardswish', lambda: Activation(nn.Hardswish, None, False), IMG2, 'static', onednn, 'native'),
+    ('functional_hardswish', lambda: Activation(None, F.hardswish, False), IMG2, 'static', onednn, 'native'),
+    ('elu', lambda: Activation(nn.ELU, None, False), IMG2, 'static', onednn, 'native'),
+    ('functional_elu_inplace', lambda: Activation(None, F.elu, True), IMG2, 'static', onednn, 'native'),
+    ('leaky_relu_inplace', lambda: Activation(nn.LeakyReLU, None, True), IMG2, 'static', onednn, 'native'),
+    ('functional_hardsigmoid_inplace', lambda: Activation(None, F.hardsigmoid, True), IMG2, 'static', onednn,
+     'native'),
+    ('prelu', lambda: Norm(nn.PReLU(3), None), IMG2, 'static', onednn, 'native'),
+    ('clamp', Clamp, rand(2, 2, 5, 5), 'static', onednn, 'native'),
+    ('cat_matmul_bmm', CatAddMatmul, rand(2, 2, 4, 4), 'static', onednn, 'native'),
+    ('assert_warn', AssertWarn, IMG2, 'static', onednn, 'native'),
+    # qconfigs by module name, regex, object type and type order
+    ('qconfig_module_name', Nested, rand(4, 5), 'static', module_name_mapping, 'native'),
+    ('qconfig_regex', Nested, rand(4, 5), 'static', regex_mapping, 'native'),
+    ('qconfig_object_type', Nested, rand(4, 5), 'static', object_type_mapping, 'native'),
+    ('qconfig_type_order', TypeOrder, rand(4, 1), 'static', type_order_mapping, 'native'),
+    # weight-only and dynamic
+    ('embedding', cq.EmbeddingModule, lambda g: torch.randint(0, 10, (3, 5), generator=g), 'weight_only',
+     lambda: QConfigMapping().set_object_type(nn.Embedding, float_qparams_weight_only_qconfig), 'native'),
+    ('embedding_bag_offsets', cq.EmbeddingBagModule, indices_offsets, 'weight_only', weight_only_embeddings,
+     'native'),
+    ('dynamic_linear', cq.SingleLayerLinearDynamicModel, rand(4, 5), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_two_layer_linear', cq.TwoLayerLinearModel, rand(4, 5), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_per_channel', cq.TwoLayerLinearModel, rand(4, 5), 'dynamic', global_qconfig(per_channel_dynamic_qconfig),
+     'native'),
+    ('dynamic_fp16', cq.LinearReluLinearModel, rand(4, 5), 'dynamic', global_qconfig(float16_dynamic_qconfig),
+     'native'),
+    ('dynamic_functional_linear', FunctionalLinear, rand(8, 5), 'dynamic', global_qconfig(default_dynamic_qconfig),
+     'native'),
+    # QAT
+    ('qat_conv_bn_relu', cq.ConvBnReLUModel, rand(2, 3, 5, 5), 'qat', qat_onednn, 'native'),
+    ('qat_two_layer_linear', cq.TwoLayerLinearModel, rand(4, 5), 'qat', qat_onednn, 'native'),
+    ('qat_resnet_base', cq.ResNetBase, rand(2, 3, 8, 8), 'qat', qat_onednn, 'native'),
+    ('qat_linear_bn', cq.ModelForLinearBNFusion, rand(4, 20), 'qat', qat_onednn, 'native'),
+]
+
+# Cases whose trace keeps less than FX records, so that the traced file's
+# graph cannot be PyTorch's (the scripted file's can): the traced variant is
+# checked for soundness only.
+IDENTITY_DROPPED = 'torch.jit.trace keeps no call of an nn.Identity (its input flows past it)'
+# Cases where TorchScript itself (traced or scripted) cannot tell apart two
+# spellings that 1.13's BackendConfig configures differently: both variants
+# are checked for soundness only.
+TORCHSCRIPT_LOSSES = {
+    'sequential_fusion': 'torch.reshape(x, s) and x.reshape(s) are one op in TorchScript, and 1.13 lists only '
+                         'the method as sharing its input observer',
+}
+TRACE_LOSSES = {
+    'assert_warn': 'torch.jit.trace evaluates a torch._assert while tracing and keeps no record of it',
+    'resnet_base': IDENTITY_DROPPED,
+    'resnet_base_qnnpack': IDENTITY_DROPPED,
+    'qat_resnet_base': IDENTITY_DROPPED,
+    'multiple_ops': IDENTITY_DROPPED,
+    'multiple_ops_no_avg_pool': IDENTITY_DROPPED,
+}
+
+BACKENDS = {'native': get_native_backend_config, 'qnnpack': get_qnnpack_backend_config}
+OUT = None
+
+
+def example_inputs(cls, make_input, g):
+    if make_input is None:
+        return cls().get_example_inputs()
+    value = make_input(g)
+    return value if isinstance(value, tuple) else (value,)
+
+
+def save_inputs(case, inputs):
+    name = f'suite/{case}.input.pt'
+    torch.save(list(inputs) if len(inputs) > 1 else inputs[0], os.path.join(OUT, name))
+    return name
+
+
+def save_output(case, stage, value):
+    name = f'suite/{case}.{stage}.pt'
+    torch.save(value, os.path.join(OUT, name))
+    return name
+
+
+def write_model_files(case, model, inputs):
+    """The traced file, and the scripted one where torch.jit.script takes the model."""
+    record = {'model': f'suite/{case}.pt'}
+    torch.jit.trace(copy.deepcopy(model), inputs, check_trace=False).save(os.path.join(OUT, record['model']))
+    try:
+        torch.jit.script(copy.deepcopy(model)).save(os.path.join(OUT, f'suite/{case}.scripted.pt'))
+        record['scripted'] = f'suite/{case}.scripted.pt'
+    except Exception:  # not scriptable (lambdas, dynamic attributes): the trace alone
+        pass
+    return record
+
+
+def nodes_json(gm):
+    """Nodes as (name, op, target), functions by the names qfx gives them
+    (torch.nn.functional.linear for torch._C._nn.linear, as users write it)."""
+    def target(n):
+        return object_type_name(n.target) if n.op == 'call_function' else str(n.target)
+    return [{'name': n.name, 'op': n.op, 'target': target(n)} for n in gm.graph.nodes]
+
+
+def fresh(inputs):
+    """The inputs anew for each run: an in-place op on a graph input changes it."""
+    return copy.deepcopy(inputs)
+
+
+def lowered_json(case, prepared, backend, inputs):
+    """convert_fx on the current engine: nodes, output and its quantization step."""
+    lowered = convert_fx(copy.deepcopy(prepared), backend_config=backend)
+    record = {'nodes': nodes_json(lowered)}
+    try:
+        output = lowered(*fresh(inputs))
+    except (RuntimeError, NotImplementedError) as e:  # a lowered op without a quantized kernel
+        record['error'] = str(e).splitlines()[0]
+        return record
+    record['output'] = save_output(case, 'lowered', output)
+    record['output_step'] = flow_fixtures.output_step(lowered, fresh(inputs))
+    return record
+
+
+def pytorch_flow(case, model, inputs, mode, mapping, backend):
+    """prepare, one forward, reference and lowered convert, as test_quantize_fx's checkGraphModeFxOp."""
+    record, stage = {}, 'prepare'
+    try:
+        if mode == 'qat':
+            prepared = prepare_qat_fx(copy.deepcopy(model).train(), mapping, fresh(inputs), backend_config=backend)
+        else:
+            prepared = prepare_fx(copy.deepcopy(model), mapping, fresh(inputs), backend_config=backend)
+        record['nodes'] = nodes_json(prepared)
+        stage = 'calibrate'
+        prepared(*fresh(inputs))
+        prepared.eval()
+        record['observed_node_names'] = sorted(prepared._observed_node_names)
+        record['observers'] = flow_fixtures.observer_records(prepared)
+        stage = 'convert_to_reference_fx'
+        reference = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=backend)
+        record['reference'] = {'output': save_output(case, 'reference', reference(*fresh(inputs)))}
+        stage = 'convert_fx'
+        record['lowered'] = lowered_json(case, prepared, backend, inputs)
+    except Exception as e:  # PyTorch 1.13 itself fails: qfx's model must be sound
+        record = {'pytorch_error': f'{stage}: {type(e).__name__}: {str(e).splitlines()[0][:300]}'}
+    return record
+
+
+def write_case(case, cls, make_input, mode, make_mapping, backend_name):
+    torch.manual_seed(0)
+    model = cls().eval()
+    model_fixtures.randomize_stats(model)
+    inputs = example_inputs(cls, make_input, torch.Generator().manual_seed(2))
+    engine = 'qnnpack' if backend_name == 'qnnpack' else 'onednn'
+    mapping = make_mapping()
+    record = {'case': case, 'mode': mode, 'backend': backend_name, 'engine': engine,
+              'qconfig_mapping': qconfig_mapping_json(mapping), 'input': save_inputs(case, inputs)}
+    record.update(write_model_files(case, model, fresh(inputs)))
+    if case in TRACE_LOSSES:
+        record['traced_differs'] = TRACE_LOSSES[case]
+    if case in TORCHSCRIPT_LOSSES:
+        record['torchscript_differs'] = TORCHSCRIPT_LOSSES[case]
+    with torch.no_grad():
+        record['float_output'] = save_output(case, 'float', model(*fresh(inputs)))
+    torch.backends.quantized.engine = engine
+    try:
+        record.update(pytorch_flow(case, model, inputs, mode, mapping, BACKENDS[backend_name]()))
+    finally:
+        torch.backends.quantized.engine = 'onednn'
+    return record
+
+
+def write_all(out):
+    global OUT
+    OUT = out
+    os.makedirs(os.path.join(out, 'suite'), exist_ok=True)
+    # the divergences the other flow fixtures patch into the oracle (docs/divergences.md)
+    import qat_fixtures
+    import quant_fixtures
+    qat_fixtures.patch_qat_object_types()
+    from torch.ao.quantization import observer as ob
+    ob.HistogramObserver.forward = quant_fixtures.FixedHistogramObserver.forward
+    flow_fixtures.patch_reference_conv_padding()
+    flow_fixtures.patch_prelu_lowering()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')  # the models' own (AssertWarn) and PyTorch's deprecations
+        records = [write_case(*case) for case in CASES]
+    with open(os.path.join(out, 'suite.json'), 'w') as f:
+        json.dump(records, f, indent=1)

@@ -1,0 +1,214 @@
+// PyTorch's own FX quantization test models (tests/oracle/suite_fixtures.py:
+// common_quantization.py's models and test_quantize_fx.py's modules), each
+// traced and, where torch.jit.script takes it, scripted, quantized by qfx
+// under the mapping PyTorch 1.13 used: the same prepared nodes and observed
+// nodes, bit-identical qparams after one forward, the reference model's
+// outputs, and convert_fx's nodes and outputs within one quantization step;
+// the exported model runs in torch::jit (and in Python, check_exported.py).
+// Where PyTorch itself fails on a case, or a trace keeps less than FX records
+// (the record says why), qfx's converted model must be sound: it runs,
+// exports and stays close to the float model.
+//
+// Nodes are compared up to what TorchScript cannot tell apart: `x.clamp()`
+// and `torch.clamp(x)`, `x + y` and `torch.add(x, y)` are one op there, and a
+// trace bakes a tensor attribute in as a constant (`_tensor_constant0` for
+// FX's `linear1_weight`).
+
+#include "support/fixtures.h"
+#include "support/graph_rows.h"
+
+#include "qfx/backend/builtin_backends.h"
+#include "qfx/io/tensor_io.h"
+#include "qfx/io/torchscript_export.h"
+#include "qfx/io/torchscript_import.h"
+#include "qfx/ir/interpreter.h"
+#include "qfx/passes/pass_manager.h"
+#include "qfx/passes/prepare_state.h"
+#include "qfx/quant/qconfig_json.h"
+#include "qfx/quantize.h"
+
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+namespace qfx {
+namespace {
+
+constexpr const char* kScripted = "_scripted";
+
+/// The suite's cases as test names: CASE_traced, and CASE_scripted where the
+/// fixture has a scripted file. Read when the tests are registered; without
+/// the fixtures (the `unit` run) there is no case.
+std::vector<std::string> suite_cases() {
+  const char* dir = std::getenv("QFX_FIXTURES");
+  std::ifstream in(std::string(dir ? dir : "") + "/suite.json");
+  if (dir == nullptr || !in.good()) return {"without_fixtures"};
+  std::vector<std::string> names;
+  for (const nlohmann::json& record : nlohmann::json::parse(in)) {
+    names.push_back(record["case"].get<std::string>() + "_traced");
+    if (record.contains("scripted")) names.push_back(record["case"].get<std::string>() + kScripted);
+  }
+  return names;
+}
+
+struct SuiteCase {
+  nlohmann::json record;
+  bool scripted = false;
+  std::vector<c10::IValue> inputs;
+  backend::BackendConfig backend;
+
+  explicit SuiteCase(const std::string& name)
+      : record(test::fixture_case("suite.json", name.substr(0, name.rfind('_')))),
+        scripted(name.size() > std::strlen(kScripted) &&
+                 name.compare(name.size() - std::strlen(kScripted), std::string::npos, kScripted) == 0),
+        inputs(io::as_inputs(io::load_value(test::fixture(record["input"])), "input")),
+        backend(backend::get_backend_config(record["backend"])) {}
+
+  /// No PyTorch graph to compare with: PyTorch failed, or the trace lost what FX records.
+  bool sound_only() const {
+    return record.contains("pytorch_error") || record.contains("torchscript_differs") ||
+           (!scripted && record.contains("traced_differs"));
+  }
+  std::string why_sound_only() const {
+    return record.value("pytorch_error", "") + record.value("torchscript_differs", "") +
+           (scripted ? "" : record.value("traced_differs", ""));
+  }
+  /// The inputs anew for each run: an in-place op on a graph input changes it.
+  std::vector<c10::IValue> fresh_inputs() const {
+    std::vector<c10::IValue> out;
+    for (const c10::IValue& v : inputs) out.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
+    return out;
+  }
+  std::string mode() const { return record["mode"]; }
+};
+
+/// prepare_fx (prepare_qat_fx in training mode for QAT) and one forward of
+/// the case's input, as suite_fixtures.py's pytorch_flow.
+std::unique_ptr<ir::GraphModule> prepared(const SuiteCase& c) {
+  auto gm = io::import_torchscript(test::fixture(c.record[c.scripted ? "scripted" : "model"]));
+  quant::QConfigMapping mapping = quant::qconfig_mapping_from_json(c.record["qconfig_mapping"]);
+  if (c.mode() == "qat") {
+    gm->root().train(true);
+    prepare_qat_fx(*gm, mapping, c.backend);
+  } else {
+    prepare_fx(*gm, mapping, c.backend);
+  }
+  return gm;
+}
+
+/// A node row ("name op target") in the form both importers of TorchScript
+/// give: methods as the torch function of the same name, torch.add / torch.mul
+/// as the operators, and (for a trace) get_attr nodes without their names.
+std::string canonical_row(const std::string& row, bool traced) {
+  std::string name = row.substr(0, row.find(' '));
+  std::string op = row.substr(name.size() + 1, row.find(' ', name.size() + 1) - name.size() - 1);
+  std::string target = row.substr(name.size() + op.size() + 2);
+  if (op == "get_attr" && traced) return "get_attr";
+  if (op == "call_method" && target != "dequantize" && target != "size") {
+    op = "call_function";
+    target = "torch." + target;
+  }
+  static const std::map<std::string, std::string> kAliases = {{"torch.add", "operator.add"}, {"torch.mul", "operator.mul"}};
+  auto alias = kAliases.find(target);
+  return name + " " + op + " " + (alias == kAliases.end() ? target : alias->second);
+}
+
+std::vector<std::string> canonical_rows(std::vector<std::string> rows, bool traced) {
+  for (std::string& row : rows) row = canonical_row(row, traced);
+  return rows;
+}
+
+void expect_same_nodes(const ir::Graph& graph, const nlohmann::json& record, bool traced, const char* stage) {
+  std::vector<std::string> ours = canonical_rows(test::node_rows(graph), traced);
+  std::vector<std::string> theirs = canonical_rows(test::node_rows(record), traced);
+  EXPECT_EQ(ours, theirs) << stage << ": " << test::first_difference(ours, theirs);
+}
+
+std::vector<std::string> observed_nodes(const ir::GraphModule& gm) {
+  std::vector<std::string> observed;
+  for (const ir::Node* n : gm.graph().nodes()) {
+    if (passes::node_is_observed(*n)) observed.push_back(n->name());
+  }
+  std::sort(observed.begin(), observed.end());
+  return observed;
+}
+
+/// Signal-to-quantization-noise ratio of `ours` against the float `expected`, in dB.
+double sqnr_db(const c10::IValue& ours, const c10::IValue& expected) {
+  if (expected.isTensor()) {
+    at::Tensor f = expected.toTensor().to(at::kDouble);
+    at::Tensor q = ours.toTensor();
+    q = (q.is_quantized() ? q.dequantize() : q).to(at::kDouble);
+    double noise = (f - q).pow(2).sum().item<double>();
+    return noise == 0 ? INFINITY : 10 * std::log10(f.pow(2).sum().item<double>() / noise);
+  }
+  auto items = [](const c10::IValue& v) { return v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec(); };
+  std::vector<c10::IValue> a = items(ours), b = items(expected);
+  double worst = INFINITY;
+  for (size_t i = 0; i < b.size(); ++i) worst = std::min(worst, sqnr_db(a.at(i), b[i]));
+  return worst;
+}
+
+/// Exports `gm`, loads it back in torch::jit and runs it; keeps it for Python.
+c10::IValue exported_output(const ir::GraphModule& gm, const SuiteCase& c, const std::string& name,
+                            const c10::IValue& interpreted) {
+  std::string path = ::testing::TempDir() + "qfx_suite_export.pt";
+  io::export_torchscript(gm, path);
+  test::keep_for_python("suite_" + name, path, c.fresh_inputs(), interpreted, 0.0, false, c.record["engine"]);
+  return torch::jit::load(path).forward(c.fresh_inputs());
+}
+
+class OracleSuite : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OracleSuite, MatchesPyTorch) {
+  if (GetParam() == "without_fixtures") GTEST_SKIP() << "QFX_FIXTURES/suite.json is not there";
+  SuiteCase c(GetParam());
+  test::EngineGuard engine(c.record["engine"]);
+  torch::NoGradGuard no_grad;
+  auto gm = prepared(c);
+  bool compare = !c.sound_only();
+  if (compare) expect_same_nodes(gm->graph(), c.record, !c.scripted, "prepared");
+  ir::Interpreter(*gm).run(c.fresh_inputs());
+  gm->root().train(false);
+  if (compare) {
+    EXPECT_EQ(observed_nodes(*gm), c.record["observed_node_names"].get<std::vector<std::string>>());
+    EXPECT_EQ(test::observer_rows(*gm), test::observer_rows(c.record["observers"]));
+  }
+
+  convert_to_reference_fx(*gm, c.backend);
+  c10::IValue reference = ir::Interpreter(*gm).run(c.fresh_inputs());
+  if (compare) {
+    c10::IValue expected = io::load_value(test::fixture(c.record["reference"]["output"]));
+    EXPECT_LE(test::max_relative_error(reference, expected), 1e-6) << "reference model";
+  }
+
+  passes::PassOptions options;
+  options.backend_config = std::make_shared<backend::BackendConfig>(c.backend);
+  passes::PassManager().add("lower-to-native").run(*gm, options);
+  c10::IValue lowered = ir::Interpreter(*gm).run(c.fresh_inputs());
+  EXPECT_EQ(test::max_abs_error(exported_output(*gm, c, GetParam(), lowered), lowered), 0.0) << "exported model";
+  if (!compare || c.record["lowered"].contains("error")) {
+    // No PyTorch model to compare with: qfx's must stay close to float.
+    c10::IValue float_output = io::load_value(test::fixture(c.record["float_output"]));
+    EXPECT_GE(sqnr_db(lowered, float_output), 20.0) << c.why_sound_only();
+    return;
+  }
+  expect_same_nodes(gm->graph(), c.record["lowered"], !c.scripted, "lowered");
+  c10::IValue expected = io::load_value(test::fixture(c.record["lowered"]["output"]));
+  double step = c.record["lowered"]["output_step"].get<double>();
+  if (step > 0) {
+    EXPECT_LE(test::max_abs_error(lowered, expected), step * (1 + 1e-6)) << "one output step: " << step;
+  } else {
+    EXPECT_LE(test::max_relative_error(lowered, expected), 1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PyTorchModels, OracleSuite, ::testing::ValuesIn(suite_cases()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace qfx
