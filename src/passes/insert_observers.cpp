@@ -94,9 +94,20 @@ bool no_dynamic_kernel(const QuantMatch& match, const quant::QConfig& qconfig) {
   return true;
 }
 
+/// "" unless the pattern's module is one qfx cannot convert yet (the
+/// recurrent modules: their reference and dynamic quantized modules are not
+/// implemented), which then stays float instead of failing in convert.
+std::string unconvertible_module(const ir::Node& node, const ir::GraphModule& gm, const QuantMatch& match) {
+  if (node.op() != ir::Opcode::kCallModule || match.config->reference_quantized_module().empty()) return "";
+  std::string type = ir::module_type_name(*gm.get_submodule(node.target()));
+  if (type != match.config->root_module() || nn::has_reference_module(type)) return "";
+  return "qfx has no " + match.config->reference_quantized_module() + " yet (" + type + " is kept float)";
+}
+
 bool supported(PrepareContext& ctx, const ir::Node& node, const QuantMatch& match, const quant::QConfig& qconfig) {
   if (ctx.rejected.count(&match) > 0) return false;
-  std::string why = fixed_qparams_violation(node, ctx.gm, qconfig);
+  std::string why = unconvertible_module(node, ctx.gm, match);
+  if (why.empty()) why = fixed_qparams_violation(node, ctx.gm, qconfig);
   if (why.empty()) why = weight_observer_violation(node, ctx.gm, qconfig);
   if (why.empty()) why = detail::unsupported_reason(match, qconfig, ctx.dtypes, ctx.weight_args);
   if (why.empty()) return true;

@@ -285,6 +285,32 @@ class AssertWarn(nn.Module):
         return self.conv(x)
 
 
+class Recurrent(nn.Module):
+    """nn.LSTM / GRU / RNN between two linears, with or without an initial state."""
+
+    def __init__(self, cls, with_state, **options):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 4)
+        self.rnn = cls(4, 6, **options)
+        self.fc2 = nn.Linear(6 * (2 if options.get('bidirectional') else 1), 3)
+        self.with_state = with_state
+
+    def forward(self, x, h0, c0):
+        x = self.fc1(x)
+        if self.with_state:
+            out, state = self.rnn(x, (h0, c0) if isinstance(self.rnn, nn.LSTM) else h0)
+        else:
+            out, state = self.rnn(x)
+        return self.fc2(out), state
+
+
+def recurrent_inputs(layers, directions, batch_first):
+    def make(g):
+        x = torch.rand(2, 5, 4, generator=g) if batch_first else torch.rand(5, 2, 4, generator=g)
+        return (x, torch.rand(layers * directions, 2, 6, generator=g), torch.rand(layers * directions, 2, 6, generator=g))
+    return make
+
+
 class Nested(nn.Module):
     """qconfig by module name, regex and object type: two submodules of linears."""
 
@@ -478,6 +504,15 @@ CASES = [
     ('clamp', Clamp, rand(2, 2, 5, 5), 'static', onednn, 'native'),
     ('cat_matmul_bmm', CatAddMatmul, rand(2, 2, 4, 4), 'static', onednn, 'native'),
     ('assert_warn', AssertWarn, IMG2, 'static', onednn, 'native'),
+    # recurrent modules (float under a static qconfig, as in 1.13)
+    ('lstm', lambda: Recurrent(nn.LSTM, False), recurrent_inputs(1, 1, False), 'static', onednn, 'native'),
+    ('lstm_state_2_layers_bidirectional_batch_first',
+     lambda: Recurrent(nn.LSTM, True, num_layers=2, bidirectional=True, batch_first=True),
+     recurrent_inputs(2, 2, True), 'static', onednn, 'native'),
+    ('gru_state', lambda: Recurrent(nn.GRU, True, num_layers=2), recurrent_inputs(2, 1, False), 'static', onednn,
+     'native'),
+    ('rnn_relu_bidirectional', lambda: Recurrent(nn.RNN, False, nonlinearity='relu', bidirectional=True),
+     recurrent_inputs(1, 2, False), 'static', onednn, 'native'),
     # qconfigs by module name, regex, object type and type order
     ('qconfig_module_name', Nested, rand(4, 5), 'static', module_name_mapping, 'native'),
     ('qconfig_regex', Nested, rand(4, 5), 'static', regex_mapping, 'native'),

@@ -27,6 +27,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/pooling.h>
+#include <torch/nn/modules/rnn.h>
 
 #include <functional>
 #include <map>
@@ -399,6 +400,45 @@ bool is_trainable_float(const torch::nn::Module& module, const std::string& type
   return type.rfind("torch.nn.", 0) == 0 && !module.named_parameters(/*recurse=*/false).is_empty();
 }
 
+/// The forward of a recurrent module (LSTM, GRU, RNN) as Python's, on a
+/// batched input: zeros as the initial state unless one is given, then
+/// ATen's lstm / gru / rnn_tanh / rnn_relu over the flat weights.
+const torch::nn::detail::RNNOptionsBase& rnn_options(const torch::nn::Module& m) {
+  if (auto* lstm = dynamic_cast<const torch::nn::LSTMImpl*>(&m)) return lstm->options_base;
+  if (auto* gru = dynamic_cast<const torch::nn::GRUImpl*>(&m)) return gru->options_base;
+  return as<torch::nn::RNNImpl>(m).options_base;
+}
+
+std::string recurrent_forward(const Emit& e, const std::string& type) {
+  const torch::nn::detail::RNNOptionsBase& o = rnn_options(e.m);
+  bool lstm = type == "torch.nn.LSTM";
+  std::string op = lstm ? "lstm" : type == "torch.nn.GRU" ? "gru"
+                   : c10::get_if<torch::enumtype::kRNN_RELU>(&o.mode()) ? "rnn_relu" : "rnn_tanh";
+  std::string params;
+  for (const auto& item : e.m.named_parameters(/*recurse=*/false)) {
+    params += (params.empty() ? "" : ", ") + e.param(item.key().c_str());
+  }
+  std::string zeros = "torch.zeros([" + std::to_string(o.num_layers() * (o.bidirectional() ? 2 : 1)) + ", input.size(" +
+                      (o.batch_first() ? "0" : "1") + "), " + std::to_string(o.hidden_size()) + "], dtype=input.dtype)";
+  std::string state_type = lstm ? "Optional[Tuple[Tensor, Tensor]]" : "Optional[Tensor]";
+  std::string state = lstm ? "[state[0], state[1]]" : "state";
+  std::string result = lstm ? "result[0], (result[1], result[2])" : "result";
+  return "def forward(self, input, hx: " + state_type + "=None):\n" +
+         "    if hx is None:\n" +
+         "        zeros = " + zeros + "\n" +
+         "        state = " + (lstm ? "(zeros, zeros)" : "zeros") + "\n" +
+         "    else:\n" +
+         "        state = hx\n" +
+         "    result = torch." + op + "(input, " + state + ", [" + params + "], " + flag(o.bias()) + ", " +
+         std::to_string(o.num_layers()) + ", " + num(o.dropout()) + ", False, " + flag(o.bidirectional()) + ", " +
+         flag(o.batch_first()) + ")\n" +
+         "    return " + result + "\n";
+}
+
+bool is_recurrent(const std::string& type) {
+  return type == "torch.nn.LSTM" || type == "torch.nn.GRU" || type == "torch.nn.RNN";
+}
+
 /// `self.<name>` of a submodule of class `__torch__.<type>` that computes the
 /// float module with its parameters as parameters (`model.conv1.weight` in
 /// Python), so an imported export is a module tree that still trains.
@@ -406,15 +446,19 @@ std::string float_submodule(const Emit& e, const std::string& type) {
   Inputs names;
   for (size_t i = 0; i < e.in.size(); ++i) names.push_back(i == 0 ? "input" : "input_" + std::to_string(i));
   ScriptAttrs own;
-  std::string body = float_expression(Emit{e.m, "", names, own}, type);
+  std::string forward = is_recurrent(type) ? recurrent_forward(Emit{e.m, "", names, own}, type) : "";
+  std::string body = forward.empty() ? float_expression(Emit{e.m, "", names, own}, type) : "";
   torch::jit::Module sub("__torch__." + type);
   mark_eval(sub);
   auto params = e.m.named_parameters(/*recurse=*/false);
   for (const auto& [name, value] : own.values()) {
     bool is_param = params.contains(name);
-    sub.register_attribute(name, value.type(), value, is_param, value.isTensor() && !is_param);
+    // a plain Tensor type: lists of a shaped one are not lists of Tensor
+    c10::TypePtr type = value.isTensor() ? c10::TensorType::get() : value.type();
+    sub.register_attribute(name, type, value, is_param, value.isTensor() && !is_param);
   }
-  define_forward(sub, "def forward(self, " + call_expression("", names).substr(1) + ":\n    return " + body + "\n");
+  if (forward.empty()) forward = "def forward(self, " + call_expression("", names).substr(1) + ":\n    return " + body + "\n";
+  define_forward(sub, forward);
   return e.attrs.add(e.path, sub._ivalue());
 }
 

@@ -79,10 +79,13 @@ ir::Node* GraphBuilder::scoped(ir::Node* node) {
 
 constexpr const char* kFloatFunctional = "torch.ao.nn.quantized.FloatFunctional";
 
-/// `forward`, or `forward1`, `forward2`, ... (a traced module called again).
+/// `forward`, `forward1`, `forward2`, ... (a traced module called again) or
+/// `forward__0`, ... (a scripted forward with overloads, as LSTM's).
 bool is_forward(const std::string& method) {
-  return method.rfind("forward", 0) == 0 &&
-         std::all_of(method.begin() + 7, method.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  if (method.rfind("forward", 0) != 0) return false;
+  size_t digits = method.compare(7, 2, "__") == 0 ? 9 : 7;
+  return std::all_of(method.begin() + static_cast<std::ptrdiff_t>(std::min(digits, method.size())), method.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 bool is_leaf_module(const std::string& python_class) {
@@ -115,12 +118,12 @@ ImportValue GraphBuilder::call_module(const ImportValue& module, const std::stri
   // FX calls a leaf module's forward (a trace's second call of a module is
   // `forward1`); any other method, FloatFunctional's add included, it traces through.
   if (is_forward(method) && (is_leaf_module(type) || built_leaves_.count(module.path) > 0)) {
-    return leaf_call(module, std::move(args));
+    return leaf_call(module, method, std::move(args));
   }
   if (auto whole = kept_whole(module, type)) {
     gm_.add_submodule(module.path, std::move(whole));
     built_leaves_.insert(module.path);
-    return leaf_call(module, std::move(args));
+    return leaf_call(module, method, std::move(args));
   }
   std::vector<ImportValue> inputs{module};
   for (auto& a : args) inputs.push_back(std::move(a));
@@ -189,13 +192,12 @@ int forward_input(const torch::jit::Graph& graph, const torch::jit::Value* value
   return -1;
 }
 
-/// `args` of a call of `module`'s forward, in its Python signature's order.
-std::vector<ImportValue> python_order(const torch::jit::Module& module, const std::string& python_class,
+/// `args` of a call of a leaf's `forward`, in its Python signature's order.
+std::vector<ImportValue> python_order(const torch::jit::Graph& graph, const std::string& python_class,
                                       std::vector<ImportValue> args) {
   auto row = std::find_if(leaf_signatures().begin(), leaf_signatures().end(),
                           [&](const LeafSignature& r) { return python_class == r.python_class; });
   if (row == leaf_signatures().end()) return args;
-  const torch::jit::Graph& graph = *module.get_method("forward").graph();
   auto nodes = graph.nodes();
   auto op = std::find_if(nodes.begin(), nodes.end(),
                          [&](const torch::jit::Node* n) { return n->kind().toQualString() == std::string(row->op); });
@@ -208,34 +210,58 @@ std::vector<ImportValue> python_order(const torch::jit::Module& module, const st
   return ordered.size() == args.size() ? ordered : args;
 }
 
+constexpr const char* kLSTM = "torch.nn.modules.rnn.LSTM";
+
+/// A traced LSTM's forward takes (input, h_0, c_0) and returns (output, h_n,
+/// c_n): its state flattened, where Python's has (input, (h_0, c_0)).
+bool traced_flat_lstm(const torch::jit::Graph& forward, const std::string& python_class) {
+  if (python_class != kLSTM) return false;
+  c10::TypePtr out = forward.outputs().at(0)->type();
+  auto tuple = out->cast<c10::TupleType>();
+  return tuple != nullptr && tuple->elements().size() == 3;
+}
+
 }  // namespace
 
-ImportValue GraphBuilder::leaf_call(const ImportValue& module, std::vector<ImportValue> args) {
+ImportValue GraphBuilder::nested_lstm_result(ir::Node* lstm) {
+  // out, (h, c) = self.lstm(x): FX's getitem, getitem_1 (the state), getitem_2, getitem_3
+  auto item = [&](ir::Node* of, int64_t i) { return scoped(gm_.graph().call_function("operator.getitem", {of, i})); };
+  ir::Node* output = item(lstm, 0);
+  ir::Node* state = item(lstm, 1);
+  ir::Node* h = item(state, 0);
+  ir::Node* c = item(state, 1);
+  return ImportValue::of_sequence(ImportValue::Kind::kTuple,
+                                  {ImportValue::of_node(output), ImportValue::of_node(h), ImportValue::of_node(c)});
+}
+
+ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string& method,
+                                    std::vector<ImportValue> args) {
+  const torch::jit::Method forward = module.module->get_method(method);
   const std::string& path = module.path;
   // torch.jit.trace records `identity(x)` as a call without inputs that returns
   // None (the caller reuses x): nothing to import.
-  if (args.empty() && module.module->get_method("forward").graph()->outputs().at(0)->type()->kind() ==
-                          c10::TypeKind::NoneType) {
+  if (args.empty() && forward.graph()->outputs().at(0)->type()->kind() == c10::TypeKind::NoneType) {
     return ImportValue::of_static(c10::IValue());
   }
   if (built_leaves_.count(path) == 0) {
     std::string type = python_class_name(*module.module);
-    std::shared_ptr<torch::nn::Module> built = build_leaf_module(*module.module, type, path);
+    std::shared_ptr<torch::nn::Module> built = build_leaf_module(*module.module, type, path, method);
     if (built == nullptr) walker_.fail("unsupported module type " + type);
     gm_.add_submodule(path, std::move(built));
     built_leaves_.insert(path);
   }
   // TorchScript passes a script forward's defaults explicitly (ConvTranspose's output_size=None): FX does not
-  const auto& schema = module.module->get_method("forward").function().getSchema().arguments();
+  const auto& schema = forward.function().getSchema().arguments();
   while (!args.empty() && args.size() < schema.size() && is_default(schema[args.size()], args.back())) args.pop_back();
+  std::string python_class = python_class_name(*module.module);
+  bool flat_lstm = traced_flat_lstm(*forward.graph(), python_class);
+  if (flat_lstm && args.size() == 3) args = {args[0], ImportValue::of_sequence(ImportValue::Kind::kTuple, {args[1], args[2]})};
   std::vector<ir::Argument> fx_args;
-  for (const ImportValue& a : python_order(*module.module, python_class_name(*module.module), std::move(args))) {
-    fx_args.push_back(to_argument(a));
-  }
+  for (const ImportValue& a : python_order(*forward.graph(), python_class, std::move(args))) fx_args.push_back(to_argument(a));
   // QuantizationTracer records a leaf's own call under the leaf's scope.
   ir::Node* node = gm_.graph().call_module(path, std::move(fx_args));
   node->meta()[ir::kScopeMeta] = ir::NodeScope{path, nn::python_class_of(*gm_.get_submodule(path))};
-  return ImportValue::of_node(node);
+  return flat_lstm ? nested_lstm_result(node) : ImportValue::of_node(node);
 }
 
 std::vector<ImportValue> GraphBuilder::call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) {

@@ -19,9 +19,9 @@ class Probe : public Walker::Handler {
  public:
   Probe() : walker_(*this) {}
 
-  std::vector<ProbedOp> run(const torch::jit::Module& module, const std::string& path) {
-    const torch::jit::Function& forward = module.get_method("forward").function();
-    const torch::jit::Graph& graph = *module.get_method("forward").graph();
+  std::vector<ProbedOp> run(const torch::jit::Module& module, const std::string& path, const std::string& method) {
+    const torch::jit::Function& forward = module.get_method(method).function();
+    const torch::jit::Graph& graph = *module.get_method(method).graph();
     std::vector<ImportValue> inputs(graph.inputs().size());  // the data inputs stay opaque ...
     inputs[0] = ImportValue::of_module(path, module);
     const auto& schema = forward.getSchema().arguments();
@@ -115,11 +115,11 @@ void assign(at::Tensor& target, const at::Tensor& source) {
 }
 
 std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module,
-                                                     const std::string& python_class,
-                                                     const std::string& path) {
+                                                     const std::string& python_class, const std::string& path,
+                                                     const std::string& method) {
   static const auto kTable = [] {
     std::unordered_map<std::string, LeafBuilder> table;
-    for (const auto* rows : {&weighted_leaf_rows(), &simple_leaf_rows()}) {
+    for (const auto* rows : {&weighted_leaf_rows(), &simple_leaf_rows(), &rnn_leaf_rows()}) {
       for (const LeafRow& row : *rows) {
         table.emplace(row.python_class, row.build);
         table.emplace(public_type_name(row.python_class), row.build);  // qfx's exports: torch.nn.Conv2d
@@ -130,7 +130,7 @@ std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& m
   auto it = kTable.find(python_class);
   if (it == kTable.end()) return nullptr;
   Probe probe;
-  Leaf leaf(module, probe.run(module, path));
+  Leaf leaf(module, probe.run(module, path, method));
   std::shared_ptr<torch::nn::Module> built;
   try {
     built = it->second(leaf);

@@ -40,6 +40,8 @@ class Leaf {
   const ProbedOp& op(const std::vector<std::string>& kinds) const;
   /// The first recorded op of one of `kinds`, or nullptr.
   const ProbedOp* find_op(const std::vector<std::string>& kinds) const;
+  /// Every recorded op, in order.
+  const std::vector<ProbedOp>& ops() const { return ops_; }
   /// An int attribute or class constant (scripted modules), or `fallback`.
   int64_t int_attribute(const std::string& name, int64_t fallback) const;
   bool is_training() const { return module_.is_training(); }
@@ -50,11 +52,12 @@ class Leaf {
 };
 
 /// Builds the module for the TorchScript leaf at `path`, of Python class
-/// `python_class` (`torch.nn.modules.conv.Conv2d`); nullptr for an
-/// unsupported class. Errors name the class and the path.
+/// `python_class` (`torch.nn.modules.conv.Conv2d`), from its forward
+/// `method` (`forward`, or `forward__0` of a scripted overloaded forward);
+/// nullptr for an unsupported class. Errors name the class and the path.
 std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module,
-                                                     const std::string& python_class,
-                                                     const std::string& path);
+                                                     const std::string& python_class, const std::string& path,
+                                                     const std::string& method = "forward");
 
 /// Builders of the leaf table (leaf_builders_*.cpp).
 using LeafBuilder = std::shared_ptr<torch::nn::Module> (*)(const Leaf&);
@@ -64,6 +67,7 @@ struct LeafRow {
 };
 const std::vector<LeafRow>& weighted_leaf_rows();
 const std::vector<LeafRow>& simple_leaf_rows();
+const std::vector<LeafRow>& rnn_leaf_rows();
 
 /// Copies `source` into the parameter or buffer `target` (keeping its
 /// identity inside the module).

@@ -76,6 +76,7 @@ const std::unordered_map<std::string, Walker::Visit>& Walker::visitors() {
       {"aten::__isnot__", &Walker::visit_identity_test},
       {"prim::RaiseException", &Walker::visit_raise},
       {"aten::warn", &Walker::visit_warn},
+      {"prim::Uninitialized", &Walker::visit_uninitialized},
   };
   return kVisitors;
 }
@@ -369,6 +370,10 @@ void Walker::visit_identity_test(const torch::jit::Node& node, Env& env) {
   }
   bool is_op = node.kind() == c10::aten::__is__;
   env[node.output()] = ImportValue::of_static(!is_op);
+}
+
+void Walker::visit_uninitialized(const torch::jit::Node& node, Env& env) {
+  env[node.output()] = ImportValue::opaque();  // the value of a branch that raises, never read
 }
 
 void Walker::visit_warn(const torch::jit::Node& /*node*/, Env& /*env*/) {

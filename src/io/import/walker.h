@@ -82,6 +82,7 @@ class Walker {
   void visit_identity_test(const torch::jit::Node& node, Env& env);
   void visit_raise(const torch::jit::Node& node, Env& env);
   void visit_warn(const torch::jit::Node& node, Env& env);
+  void visit_uninitialized(const torch::jit::Node& node, Env& env);
 
   static const std::unordered_map<std::string, Visit>& visitors();
 

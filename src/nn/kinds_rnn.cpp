@@ -1,0 +1,62 @@
+// Module kinds: LSTM, GRU and RNN (LibTorch modules), with Python's
+// RNNBase.extra_repr (the nonlinearity not shown, as in Python) and forward: `lstm(x)` / `lstm(x, (h0, c0))` returns
+// (output, (h_n, c_n)); `gru(x)` / `gru(x, h0)` returns (output, h_n).
+
+#include "module_kinds.h"
+
+#include <torch/nn/modules/rnn.h>
+
+namespace qfx::nn {
+namespace {
+
+using detail::as;
+
+// Python's RNNBase.extra_repr: only what differs from the defaults.
+template <typename Impl>
+std::string rnn_repr(const torch::nn::Module& m) {
+  const auto& o = as<Impl>(m).options;
+  std::string s = std::to_string(o.input_size()) + ", " + std::to_string(o.hidden_size());
+  if (o.num_layers() != 1) s += ", num_layers=" + std::to_string(o.num_layers());
+  if (!o.bias()) s += ", bias=False";
+  if (o.batch_first()) s += ", batch_first=True";
+  if (o.dropout() != 0) s += ", dropout=" + detail::py_float(o.dropout());
+  if (o.bidirectional()) s += ", bidirectional=True";
+  return s;
+}
+
+/// The optional second input: the initial state, None when not given.
+const c10::IValue* initial_state(const torch::nn::Module& m, const std::vector<c10::IValue>& in) {
+  TORCH_CHECK(!in.empty() && in.size() <= 2 && in[0].isTensor(), m.name(),
+              " takes an input tensor and an optional initial state, got ", in.size(), " input(s)");
+  return in.size() == 2 && !in[1].isNone() ? &in[1] : nullptr;
+}
+
+c10::IValue lstm_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
+  const c10::IValue* hx = initial_state(m, in);
+  c10::optional<std::tuple<at::Tensor, at::Tensor>> state;
+  if (hx != nullptr) {
+    TORCH_CHECK(hx->isTuple() && hx->toTupleRef().elements().size() == 2, "LSTM's initial state is (h_0, c_0)");
+    state = std::make_tuple(hx->toTupleRef().elements()[0].toTensor(), hx->toTupleRef().elements()[1].toTensor());
+  }
+  auto [output, hc] = dynamic_cast<torch::nn::LSTMImpl&>(m).forward(in[0].toTensor(), state);
+  return c10::ivalue::Tuple::create(output, c10::ivalue::Tuple::create(std::get<0>(hc), std::get<1>(hc)));
+}
+
+template <typename Impl>
+c10::IValue single_state_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
+  const c10::IValue* hx = initial_state(m, in);
+  auto [output, h] = dynamic_cast<Impl&>(m).forward(in[0].toTensor(), hx ? hx->toTensor() : at::Tensor());
+  return c10::ivalue::Tuple::create(output, h);
+}
+
+const bool kRegistered = [] {
+  detail::add_kind<torch::nn::LSTMImpl>("torch.nn.LSTM", rnn_repr<torch::nn::LSTMImpl>, lstm_forward);
+  detail::add_kind<torch::nn::GRUImpl>("torch.nn.GRU", rnn_repr<torch::nn::GRUImpl>,
+                                       single_state_forward<torch::nn::GRUImpl>);
+  detail::add_kind<torch::nn::RNNImpl>("torch.nn.RNN", rnn_repr<torch::nn::RNNImpl>,
+                                       single_state_forward<torch::nn::RNNImpl>);
+  return true;
+}();
+
+}  // namespace
+}  // namespace qfx::nn
