@@ -54,6 +54,44 @@ at::Tensor convolution(A a) {
                          a.int_or(6, "groups", 1));
 }
 
+/// `n` values of a size or scale argument given as one number or a list.
+template <typename T>
+std::vector<T> spatial(const c10::IValue& v, int64_t n) {
+  if (v.isList()) {
+    std::vector<T> out;
+    for (const c10::IValue& item : v.toListRef()) out.push_back(item.isDouble() ? item.toDouble() : item.toInt());
+    return out;
+  }
+  return std::vector<T>(static_cast<size_t>(n), v.isDouble() ? static_cast<T>(v.toDouble()) : static_cast<T>(v.toInt()));
+}
+
+// F.interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, ...): the ATen op
+// Python's interpolate calls, with the output size or, when it is not given, the scale factors.
+at::Tensor interpolate(A a) {
+  at::Tensor x = a.tensor(0, "input");
+  int64_t dims = x.dim() - 2;
+  const c10::IValue* size = a.find(1, "size");
+  const c10::IValue* scale = a.find(2, "scale_factor");
+  TORCH_CHECK(size != nullptr || scale != nullptr, "interpolate needs size or scale_factor");
+  c10::optional<std::vector<int64_t>> out_size;
+  c10::optional<std::vector<double>> scales;
+  if (size != nullptr) out_size = spatial<int64_t>(*size, dims);
+  else scales = spatial<double>(*scale, dims);
+  c10::OptionalIntArrayRef o = out_size ? c10::OptionalIntArrayRef(*out_size) : c10::nullopt;
+  c10::optional<c10::ArrayRef<double>> s = scales ? c10::optional<c10::ArrayRef<double>>(*scales) : c10::nullopt;
+  const c10::IValue* mode_value = a.find(3, "mode");
+  std::string mode = mode_value ? mode_value->toStringRef() : "nearest";
+  bool corners = a.bool_or(4, "align_corners", false);
+  if (mode == "nearest" && dims == 1) return at::upsample_nearest1d(x, o, s);
+  if (mode == "nearest" && dims == 2) return at::upsample_nearest2d(x, o, s);
+  if (mode == "nearest" && dims == 3) return at::upsample_nearest3d(x, o, s);
+  if (mode == "linear" && dims == 1) return at::upsample_linear1d(x, o, corners, s);
+  if (mode == "bilinear" && dims == 2) return at::upsample_bilinear2d(x, o, corners, s);
+  if (mode == "bicubic" && dims == 2) return at::upsample_bicubic2d(x, o, corners, s);
+  if (mode == "trilinear" && dims == 3) return at::upsample_trilinear3d(x, o, corners, s);
+  TORCH_CHECK(false, "interpolate: mode '", mode, "' on a ", x.dim(), "-d input is not supported");
+}
+
 template <int N>
 at::Tensor max_pool(A a) {
   at::Tensor x = a.tensor(0, "input");
@@ -166,6 +204,16 @@ const bool kRegistered = [] {
       {"torch.nn.functional.conv_transpose1d", [](A a) -> c10::IValue { return convolution<1, true>(a); }},
       {"torch.nn.functional.conv_transpose2d", [](A a) -> c10::IValue { return convolution<2, true>(a); }},
       {"torch.nn.functional.conv_transpose3d", [](A a) -> c10::IValue { return convolution<3, true>(a); }},
+      {"torch.nn.functional.interpolate", [](A a) -> c10::IValue { return interpolate(a); }},
+      {"torch.nn.functional.pixel_shuffle", [](A a) -> c10::IValue {
+         return at::pixel_shuffle(a.tensor(0, "input"), a.to_int(1, "upscale_factor"));
+       }},
+      {"torch.nn.functional.pixel_unshuffle", [](A a) -> c10::IValue {
+         return at::pixel_unshuffle(a.tensor(0, "input"), a.to_int(1, "downscale_factor"));
+       }},
+      {"torch.nn.functional.channel_shuffle", [](A a) -> c10::IValue {
+         return at::channel_shuffle(a.tensor(0, "input"), a.to_int(1, "groups"));
+       }},
       {"torch.nn.functional.max_pool1d", [](A a) -> c10::IValue { return max_pool<1>(a); }},
       {"torch.nn.functional.max_pool2d", [](A a) -> c10::IValue { return max_pool<2>(a); }},
       {"torch.nn.functional.max_pool3d", [](A a) -> c10::IValue { return max_pool<3>(a); }},

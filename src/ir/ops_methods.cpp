@@ -111,6 +111,20 @@ const bool kRegistered = [] {
       {"float", [](A a) -> c10::IValue { return self(a).to(at::kFloat); }},
       {"half", [](A a) -> c10::IValue { return self(a).to(at::kHalf); }},
       {"detach", [](A a) -> c10::IValue { return self(a).detach(); }},
+      {"masked_fill", [](A a) -> c10::IValue {
+         const c10::IValue& value = a.at(2, "value");
+         at::Tensor mask = a.tensor(1, "mask");
+         return value.isTensor() ? self(a).masked_fill(mask, value.toTensor()) : self(a).masked_fill(mask, value.toScalar());
+       }},
+      {"narrow", [](A a) -> c10::IValue {
+         return self(a).narrow(a.to_int(1, "dim"), a.to_int(2, "start"), a.to_int(3, "length"));
+       }},
+      {"repeat_interleave", [](A a) -> c10::IValue {
+         const c10::IValue& repeats = a.at(1, "repeats");
+         c10::optional<int64_t> dim = a.find(2, "dim") ? c10::optional<int64_t>(a.to_int(2, "dim")) : c10::nullopt;
+         return repeats.isTensor() ? self(a).repeat_interleave(repeats.toTensor(), dim)
+                                   : self(a).repeat_interleave(repeats.toInt(), dim);
+       }},
       {"clone", [](A a) -> c10::IValue { return self(a).clone(); }},
       {"type_as", [](A a) -> c10::IValue { return self(a).type_as(a.tensor(1, "other")); }},
   });

@@ -285,6 +285,23 @@ class AssertWarn(nn.Module):
         return self.conv(x)
 
 
+class ResizeShuffleOps(nn.Module):
+    """F.interpolate (nearest, bilinear), pixel and channel shuffles, masked_fill, narrow, repeat_interleave."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv2d(4, 4, 1), nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        x = self.conv1(x)
+        x = F.interpolate(x, scale_factor=2.0, mode='nearest')
+        x = F.interpolate(x, size=(6, 6), mode='bilinear', align_corners=False)
+        x = F.pixel_unshuffle(F.pixel_shuffle(x, 2), 2)
+        x = torch.channel_shuffle(x, 2)
+        x = x.masked_fill(x > 0.5, 0.5).narrow(2, 0, 4).repeat_interleave(2, 3)
+        return self.conv2(x)
+
+
 class Recurrent(nn.Module):
     """nn.LSTM / GRU / RNN between two linears, with or without an initial state."""
 
@@ -469,6 +486,7 @@ CASES = [
     ('general_shape_ops', ShapeOps, rand(1, 3, 10, 10), 'static', onednn, 'native'),
     ('general_value_ops', ValueOps, rand(1, 3, 10, 10), 'static', onednn, 'native'),
     ('fixed_qparams_ops', FixedQParamsOps, rand(2, 3, 6, 6), 'static', onednn, 'native'),
+    ('resize_shuffle_ops', ResizeShuffleOps, rand(1, 4, 4, 4), 'static', onednn, 'native'),
     ('conv1d', lambda: ConvNd(nn.Conv1d, 1), rand(2, 3, 10), 'static', onednn, 'native'),
     ('conv3d', lambda: ConvNd(nn.Conv3d, 3), IMG3, 'static', onednn, 'native'),
     ('conv_transpose1d', lambda: ConvNd(nn.ConvTranspose1d, 1), rand(2, 3, 10), 'static', per_tensor_transposed,

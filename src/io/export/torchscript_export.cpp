@@ -13,6 +13,7 @@
 #include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/script.h>
 
+#include <iterator>
 #include <sstream>
 
 namespace qfx::io {
@@ -98,6 +99,21 @@ void lower_assert(ir::Graph& graph, ir::Node& node) {
   node.set_args({condition});
 }
 
+/// `F.interpolate(x, size=..., scale_factor=..., mode=..., align_corners=...)`
+/// as TorchScript's own `aten::__interpolate`, which computes as Python's.
+void interpolate_to_aten(ir::Node& node) {
+  std::vector<ir::Argument> args = node.args();
+  const char* names[] = {"input", "size", "scale_factor", "mode", "align_corners"};
+  args.resize(std::size(names));
+  for (size_t i = 1; i < std::size(names); ++i) {
+    if (const ir::Argument* kw = node.kwarg(names[i])) args[i] = *kw;
+  }
+  if (args[3].is_none()) args[3] = std::string("nearest");
+  node.set_target("torch.__interpolate");
+  node.set_args(args);
+  node.set_kwargs({});
+}
+
 /// The graph in TorchScript's vocabulary, with attributes registered in `attrs`.
 std::unique_ptr<ir::Graph> script_graph(const ir::GraphModule& gm, ScriptAttrs& attrs) {
   std::unique_ptr<ir::Graph> graph = gm.graph().clone();
@@ -115,7 +131,11 @@ std::unique_ptr<ir::Graph> script_graph(const ir::GraphModule& gm, ScriptAttrs& 
       node->set_target(attrs.add(node->target(), gm.get_attr(node->target())).substr(5));
     } else if (node->op() == ir::Opcode::kCallFunction) {
       const std::string& t = node->target();
-      if (t.rfind("torch.nn.functional.", 0) == 0) to_aten(*node);
+      if (t == "torch.nn.functional.interpolate") {
+        interpolate_to_aten(*node);
+      } else if (t.rfind("torch.nn.functional.", 0) == 0) {
+        to_aten(*node);
+      }
       bool known = t.rfind("torch.", 0) == 0 || t.rfind("operator.", 0) == 0 || t == "getattr";
       TORCH_CHECK(known, "export: no TorchScript form for %", node->name(), " (", t, ")");
     }

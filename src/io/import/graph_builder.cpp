@@ -386,6 +386,14 @@ ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vec
     if (!inputs.at(i).is_static() || !inputs[i].constant.isInt()) walker_.fail(kind + ": non-constant dimension");
     return inputs[i].constant.toInt();
   };
+  if (const UpsampleMapping* up = find_upsample_mapping(kind)) {
+    // F.interpolate(input, size=..., scale_factor=..., mode=..., align_corners=...)
+    ir::Kwargs kwargs = {{"size", arg(1)}, {"scale_factor", arg(up->has_align_corners ? 3 : 2)},
+                         {"mode", std::string(up->mode)}};
+    if (up->has_align_corners) kwargs.emplace_back("align_corners", arg(2));
+    return ImportValue::of_node(
+        scoped(gm_.graph().create_node(ir::Opcode::kCallFunction, "torch.nn.functional.interpolate", {arg(0)}, kwargs)));
+  }
   if (kind == "aten::_convolution") {
     // _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
     if (!inputs[6].is_static()) walker_.fail("a functional convolution whose `transposed` is computed");

@@ -95,6 +95,9 @@ const std::vector<OpMapping>& op_mappings() {
       // aten (weight, indices, padding_idx) => F (input, weight, padding_idx)
       {"aten::embedding", kFn, "torch.nn.functional.embedding", {1, 0, 2}},
       {"aten::pad", kFn, "torch.nn.functional.pad"},
+      {"aten::pixel_shuffle", kFn, "torch.nn.functional.pixel_shuffle"},
+      {"aten::pixel_unshuffle", kFn, "torch.nn.functional.pixel_unshuffle"},
+      {"aten::channel_shuffle", kFn, "torch.nn.functional.channel_shuffle"},
       {"aten::quantize_per_tensor", kFn, "torch.quantize_per_tensor"},
       {"aten::quantize_per_channel", kFn, "torch.quantize_per_channel"},
       // Tensor methods
@@ -120,6 +123,9 @@ const std::vector<OpMapping>& op_mappings() {
       {"aten::to", kMethod, "to", {0, 1}},
       {"aten::dequantize", kMethod, "dequantize"},
       {"aten::sigmoid_", kMethod, "sigmoid_"},
+      {"aten::masked_fill", kMethod, "masked_fill"},
+      {"aten::narrow", kMethod, "narrow"},
+      {"aten::repeat_interleave", kMethod, "repeat_interleave"},
   };
   return kRows;
 }
@@ -134,9 +140,28 @@ const OpMapping* find_op_mapping(const std::string& aten_name) {
   return it == kIndex.end() ? nullptr : it->second;
 }
 
+const std::vector<UpsampleMapping>& upsample_mappings() {
+  // F.interpolate(input, size, scale_factor, mode, align_corners) as traced: aten::upsample_<mode>
+  // (input, output_size, [align_corners,] scale_factors)
+  static const std::vector<UpsampleMapping> kRows = {
+      {"aten::upsample_nearest1d", "nearest", false},   {"aten::upsample_nearest2d", "nearest", false},
+      {"aten::upsample_nearest3d", "nearest", false},   {"aten::upsample_linear1d", "linear", true},
+      {"aten::upsample_bilinear2d", "bilinear", true},  {"aten::upsample_bicubic2d", "bicubic", true},
+      {"aten::upsample_trilinear3d", "trilinear", true},
+  };
+  return kRows;
+}
+
+const UpsampleMapping* find_upsample_mapping(const std::string& aten_name) {
+  for (const UpsampleMapping& row : upsample_mappings()) {
+    if (aten_name == row.aten) return &row;
+  }
+  return nullptr;
+}
+
 bool has_custom_mapping(const std::string& aten_name) {
-  return aten_name == "aten::_convolution" || aten_name == "aten::slice" ||
-         aten_name == "aten::select";
+  return aten_name == "aten::_convolution" || aten_name == "aten::slice" || aten_name == "aten::select" ||
+         find_upsample_mapping(aten_name) != nullptr;
 }
 
 }  // namespace qfx::io::detail

@@ -28,6 +28,19 @@ const std::vector<OpMapping>& op_mappings();
 /// The mapping for an ATen op name, or nullptr.
 const OpMapping* find_op_mapping(const std::string& aten_name);
 
+/// An ATen upsampling op and the F.interpolate mode it comes from.
+struct UpsampleMapping {
+  const char* aten;        ///< "aten::upsample_bilinear2d"
+  const char* mode;        ///< "bilinear"
+  bool has_align_corners;  ///< the op takes align_corners before scale_factors
+};
+
+/// Every upsampling op F.interpolate traces to.
+const std::vector<UpsampleMapping>& upsample_mappings();
+
+/// The upsampling row of an ATen op name, or nullptr.
+const UpsampleMapping* find_upsample_mapping(const std::string& aten_name);
+
 /// Rows of ATen ops that need more than a mapping (e.g. `aten::_convolution`
 /// -> `F.conv2d`, `aten::slice` -> `operator.getitem` with slice objects) are
 /// handled in graph_builder.cpp; these names are those ops.
