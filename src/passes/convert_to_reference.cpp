@@ -14,6 +14,7 @@
 #include "qfx/nn/intrinsic.h"
 #include "qfx/nn/opaque_modules.h"
 #include "qfx/nn/qat.h"
+#include "qfx/nn/quantized_rnn.h"
 #include "qfx/nn/reference.h"
 #include "qfx/passes/pass.h"
 #include "qfx/passes/pass_manager.h"
@@ -162,6 +163,10 @@ WeightedConversion weighted_conversion(const WeightedInput& input, const backend
   if (!qconfig || !input.observed || !weight_is_quantized(*qconfig)) return conversion;
   const backend::BackendPatternConfig* config = detail::module_config(backend, ir::module_type_name(*module));
   if (!config || !detail::supported_by_dtype_configs(*qconfig, config->dtype_configs())) return conversion;
+  if (nn::has_reference_rnn(ir::module_type_name(*module))) {  // one observer per weight
+    conversion.reference = nn::reference_lstm_from_float(module, qconfig->weight);
+    return conversion;
+  }
   auto fused = std::dynamic_pointer_cast<nn::FusedModuleImpl>(module);
   std::shared_ptr<torch::nn::Module> float_module = fused ? fused->module(0) : module;
   if (!weight_observer) weight_observer = qconfig->weight.make();

@@ -22,6 +22,7 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/intrinsic.h"
 #include "qfx/nn/opaque_modules.h"
+#include "qfx/nn/quantized_rnn.h"
 #include "qfx/nn/reference.h"
 #include "qfx/passes/pass.h"
 #include "qfx/passes/pass_manager.h"
@@ -100,7 +101,7 @@ bool no_dynamic_kernel(const QuantMatch& match, const quant::QConfig& qconfig) {
 std::string unconvertible_module(const ir::Node& node, const ir::GraphModule& gm, const QuantMatch& match) {
   if (node.op() != ir::Opcode::kCallModule || match.config->reference_quantized_module().empty()) return "";
   std::string type = ir::module_type_name(*gm.get_submodule(node.target()));
-  if (type != match.config->root_module() || nn::has_reference_module(type)) return "";
+  if (type != match.config->root_module() || nn::has_reference_module(type) || nn::has_reference_rnn(type)) return "";
   return "qfx has no " + match.config->reference_quantized_module() + " yet (" + type + " is kept float)";
 }
 

@@ -6,6 +6,8 @@
 
 #include "lower_tables.h"
 
+#include "qfx/nn/quantized_rnn.h"
+
 #include <unordered_set>
 
 namespace qfx::passes::detail {
@@ -51,6 +53,15 @@ void lower_static_weighted_modules(Lowering& l) {
   l.forget_prebuilt();
 }
 
+/// The dynamic module for `node`: an LSTM's own class (nnqd.LSTM.from_reference), the others from the factories.
+std::shared_ptr<torch::nn::Module> dynamic_module(Lowering& l, const ir::Node& node, const torch::nn::Module& module,
+                                                  const ModuleLowering& row) {
+  if (auto* lstm = dynamic_cast<const nn::ReferenceLSTMImpl*>(&module)) {
+    return nn::DynamicQuantizedLSTMImpl::from_reference(*lstm);
+  }
+  return l.make_quantized(node, row.quantized_type, std::nullopt);
+}
+
 void lower_dynamic_weighted_modules(Lowering& l) {
   for (ir::Node* node : l.gm.graph().node_list()) {
     auto module = l.module(node);
@@ -63,7 +74,7 @@ void lower_dynamic_weighted_modules(Lowering& l) {
     }
     c10::ScalarType compute = input_q->args().at(1).to_dtype();
     if (compute != c10::kQUInt8 && compute != c10::kQInt8 && compute != c10::kHalf) continue;
-    auto quantized = l.make_quantized(*node, row->quantized_type, std::nullopt);
+    std::shared_ptr<torch::nn::Module> quantized = dynamic_module(l, *node, *module, *row);
     if (!quantized) continue;
     l.swap_in(node->target(), quantized);
     node->replace_input_with(dq, input_q->args()[0].to_node());

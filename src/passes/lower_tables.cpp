@@ -40,6 +40,7 @@ const std::vector<ModuleLowering>& static_module_lowerings() {
 const std::vector<ModuleLowering>& dynamic_module_lowerings() {
   static const std::vector<ModuleLowering> kRows = {
       {"torch.ao.nn.quantized.reference.Linear", "torch.ao.nn.quantized.dynamic.Linear"},
+      {"torch.ao.nn.quantized.reference.LSTM", "torch.ao.nn.quantized.dynamic.LSTM"},
       {"torch.ao.nn.intrinsic.LinearReLU", "torch.ao.nn.intrinsic.quantized.dynamic.LinearReLU",
        "torch.ao.nn.quantized.reference.Linear"},
   };

@@ -525,19 +525,20 @@ lookup = {n['name']: n for n in json.load(open(sys.argv[2]))['nodes']}
 assert not lookup['emb']['quantized'] and 'convert keeps it float' in lookup['emb']['reason'], lookup['emb']
 assert lookup['fc']['quantized'] and lookup['fc']['mode'] == 'static', lookup['fc']
 EOF
-# --dynamic on an LSTM between two linears: the linears become dynamic, the LSTM (no dynamic LSTM in qfx yet)
-# stays float with one warning naming it; the model runs in PyTorch.
+# --dynamic on an LSTM between two linears: the linears and the LSTM become dynamic (quantized_lstm), no
+# warning; the model runs in PyTorch, close to float.
 "$qfx" quantize "$fixtures/suite/lstm.pt" -o "$work/lstm_dynamic.pt" --dynamic --report "$work/lstm_dynamic.json" \
   2>"$work/lstm_err.txt" || fail "quantize --dynamic on an LSTM model exited $?: $(cat "$work/lstm_err.txt")"
-grep -q "warning: prepare: %rnn (torch.nn.LSTM) stays float: qfx has no torch.ao.nn.quantized.reference.LSTM yet" \
-  "$work/lstm_err.txt" || fail "quantize --dynamic on an LSTM model: $(cat "$work/lstm_err.txt")"
+[ ! -s "$work/lstm_err.txt" ] || fail "quantize --dynamic on an LSTM model warned: $(cat "$work/lstm_err.txt")"
 "$python" - "$work/lstm_dynamic.pt" "$work/lstm_dynamic.json" "$fixtures/suite/lstm.input.pt" \
   "$fixtures/suite/lstm.float.pt" <<'EOF' || fail "quantize --dynamic on an LSTM model is wrong"
 import json, sys, torch
 modes = {n['name']: n['mode'] for n in json.load(open(sys.argv[2]))['nodes']}
-assert modes['fc1'] == modes['fc2'] == 'dynamic' and modes['rnn'] == 'none', modes
-out, (h, c) = torch.jit.load(sys.argv[1])(*torch.load(sys.argv[3]))
-expected_out, (expected_h, expected_c) = torch.load(sys.argv[4])
+assert modes['fc1'] == modes['fc2'] == modes['rnn'] == 'dynamic', modes
+model = torch.jit.load(sys.argv[1])
+assert 'quantized_lstm' in model.rnn.code, model.rnn.code
+out, h, c = model(*torch.load(sys.argv[3]))
+expected_out, expected_h, expected_c = torch.load(sys.argv[4])
 assert (out - expected_out).abs().max() < 0.05 and (h - expected_h).abs().max() < 0.05, (out - expected_out).abs().max()
 EOF
 expect_error 1 "--train needs --qconfig qat" -- quantize "$demo_model" -o "$work/t.pt" --train "$work/calib.pt"

@@ -102,10 +102,10 @@ class ShapeOps(nn.Module):
         x = self.conv1(x)
         x = self.maxpool2d(x)
         x = F.max_pool2d(x, 3, 1, 1)
-        x = torch.flatten(x, 2).reshape(x.shape)
+        x = torch.flatten(x, 2).reshape(1, 3, 8, 8)
         x = x.view(1, 3, 8, 8).transpose(2, 3).contiguous()
-        a, b = torch.chunk(x, 2, 2)
-        x = torch.cat([a, b], 2)
+        parts = torch.chunk(x, 2, 2)  # indexed: 1.13's FX cannot unpack a Proxy under Python 3.11
+        x = torch.cat([parts[0], parts[1]], 2)
         x = F.dropout(x, training=False)
         x = self.dropout(x)
         x = x.permute(0, 1, 3, 2)
@@ -313,11 +313,17 @@ class Recurrent(nn.Module):
         self.with_state = with_state
 
     def forward(self, x, h0, c0):
+        # results indexed, not unpacked: 1.13's FX cannot unpack a Proxy under Python 3.11
         x = self.fc1(x)
+        lstm = isinstance(self.rnn, nn.LSTM)
         if self.with_state:
-            out, state = self.rnn(x, (h0, c0) if isinstance(self.rnn, nn.LSTM) else h0)
+            result = self.rnn(x, (h0, c0) if lstm else h0)
         else:
-            out, state = self.rnn(x)
+            result = self.rnn(x)
+        out, state = result[0], result[1]
+        if lstm:
+            h, c = state[0], state[1]
+            return self.fc2(out), h, c
         return self.fc2(out), state
 
 
@@ -551,6 +557,15 @@ CASES = [
      'native'),
     ('dynamic_functional_linear', FunctionalLinear, rand(8, 5), 'dynamic', global_qconfig(default_dynamic_qconfig),
      'native'),
+    ('dynamic_lstm', lambda: cq.RNNDynamicModel('LSTM'), rand(3, 2, 2), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_lstm_state_2_layers_bidirectional_batch_first',
+     lambda: Recurrent(nn.LSTM, True, num_layers=2, bidirectional=True, batch_first=True),
+     recurrent_inputs(2, 2, True), 'dynamic', global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_lstm_per_channel', lambda: Recurrent(nn.LSTM, False), recurrent_inputs(1, 1, False), 'dynamic',
+     global_qconfig(per_channel_dynamic_qconfig), 'native'),
+    ('dynamic_gru', lambda: cq.RNNDynamicModel('GRU'), rand(3, 2, 2), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
     # QAT
     ('qat_conv_bn_relu', cq.ConvBnReLUModel, rand(2, 3, 5, 5), 'qat', qat_onednn, 'native'),
     ('qat_two_layer_linear', cq.TwoLayerLinearModel, rand(4, 5), 'qat', qat_onednn, 'native'),
@@ -569,7 +584,10 @@ TORCHSCRIPT_LOSSES = {
     'sequential_fusion': 'torch.reshape(x, s) and x.reshape(s) are one op in TorchScript, and 1.13 lists only '
                          'the method as sharing its input observer',
 }
+RNN_RESULT_FLATTENED = 'torch.jit.trace flattens the returned (output, state) tuple into getitems FX does not record'
 TRACE_LOSSES = {
+    'dynamic_lstm': RNN_RESULT_FLATTENED,
+    'dynamic_gru': RNN_RESULT_FLATTENED,
     'assert_warn': 'torch.jit.trace evaluates a torch._assert while tracing and keeps no record of it',
     'resnet_base': IDENTITY_DROPPED,
     'resnet_base_qnnpack': IDENTITY_DROPPED,

@@ -112,7 +112,8 @@ std::string canonical_row(const std::string& row, bool traced) {
     op = "call_function";
     target = "torch." + target;
   }
-  static const std::map<std::string, std::string> kAliases = {{"torch.add", "operator.add"}, {"torch.mul", "operator.mul"}};
+  static const std::map<std::string, std::string> kAliases = {
+      {"torch.add", "operator.add"}, {"torch.mul", "operator.mul"}, {"torch.relu", "torch.nn.functional.relu"}};
   auto alias = kAliases.find(target);
   return name + " " + op + " " + (alias == kAliases.end() ? target : alias->second);
 }
@@ -137,19 +138,26 @@ std::vector<std::string> observed_nodes(const ir::GraphModule& gm) {
   return observed;
 }
 
-/// Signal-to-quantization-noise ratio of `ours` against the float `expected`, in dB.
+/// The tensors of a value, depth first (a trace returns nested tuples flat).
+void flatten(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) return out.push_back(v.toTensor());
+  for (const c10::IValue& item : v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec()) flatten(item, out);
+}
+
+/// Signal-to-quantization-noise ratio of `ours` against the float `expected`
+/// (the lowest over their tensors), in dB.
 double sqnr_db(const c10::IValue& ours, const c10::IValue& expected) {
-  if (expected.isTensor()) {
-    at::Tensor f = expected.toTensor().to(at::kDouble);
-    at::Tensor q = ours.toTensor();
-    q = (q.is_quantized() ? q.dequantize() : q).to(at::kDouble);
-    double noise = (f - q).pow(2).sum().item<double>();
-    return noise == 0 ? INFINITY : 10 * std::log10(f.pow(2).sum().item<double>() / noise);
-  }
-  auto items = [](const c10::IValue& v) { return v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec(); };
-  std::vector<c10::IValue> a = items(ours), b = items(expected);
+  std::vector<at::Tensor> a, b;
+  flatten(ours, a);
+  flatten(expected, b);
+  EXPECT_EQ(a.size(), b.size()) << "outputs";
   double worst = INFINITY;
-  for (size_t i = 0; i < b.size(); ++i) worst = std::min(worst, sqnr_db(a.at(i), b[i]));
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    at::Tensor f = b[i].to(at::kDouble);
+    at::Tensor q = (a[i].is_quantized() ? a[i].dequantize() : a[i]).to(at::kDouble);
+    double noise = (f - q).pow(2).sum().item<double>();
+    worst = std::min(worst, noise == 0 ? INFINITY : 10 * std::log10(f.pow(2).sum().item<double>() / noise));
+  }
   return worst;
 }
 

@@ -12,6 +12,7 @@
 #include "qfx/nn/opaque_modules.h"
 #include "qfx/nn/qat.h"
 #include "qfx/nn/quantized.h"
+#include "qfx/nn/quantized_rnn.h"
 #include "qfx/nn/reference.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/observer_base.h"
@@ -409,6 +410,33 @@ const torch::nn::detail::RNNOptionsBase& rnn_options(const torch::nn::Module& m)
   return as<torch::nn::RNNImpl>(m).options_base;
 }
 
+/// What a recurrent forward's source needs of the module.
+struct RecurrentSource {
+  bool lstm;
+  int64_t num_layers, hidden_size;
+  bool bias, bidirectional, batch_first;
+  double dropout;
+  std::string op;      ///< `lstm`, `gru`, `rnn_tanh`, `rnn_relu`, `quantized_lstm`
+  std::string params;  ///< `[self.weight_ih_l0, ...]` or `self._all_weight_values`
+  std::string extra;   ///< trailing keywords (`, dtype=12, use_dynamic=True`)
+};
+
+std::string recurrent_source(const RecurrentSource& r) {
+  std::string zeros = "torch.zeros([" + std::to_string(r.num_layers * (r.bidirectional ? 2 : 1)) + ", input.size(" +
+                      (r.batch_first ? "0" : "1") + "), " + std::to_string(r.hidden_size) + "], dtype=input.dtype)";
+  std::string state_type = r.lstm ? "Optional[Tuple[Tensor, Tensor]]" : "Optional[Tensor]";
+  return "def forward(self, input, hx: " + state_type + "=None):\n" +
+         "    if hx is None:\n" +
+         "        zeros = " + zeros + "\n" +
+         "        state = " + (r.lstm ? "(zeros, zeros)" : "zeros") + "\n" +
+         "    else:\n" +
+         "        state = hx\n" +
+         "    result = torch." + r.op + "(input, " + (r.lstm ? "[state[0], state[1]]" : "state") + ", " + r.params +
+         ", " + flag(r.bias) + ", " + std::to_string(r.num_layers) + ", " + num(r.dropout) + ", False, " +
+         flag(r.bidirectional) + ", " + flag(r.batch_first) + r.extra + ")\n" +
+         "    return " + (r.lstm ? "result[0], (result[1], result[2])" : "result") + "\n";
+}
+
 std::string recurrent_forward(const Emit& e, const std::string& type) {
   const torch::nn::detail::RNNOptionsBase& o = rnn_options(e.m);
   bool lstm = type == "torch.nn.LSTM";
@@ -418,21 +446,24 @@ std::string recurrent_forward(const Emit& e, const std::string& type) {
   for (const auto& item : e.m.named_parameters(/*recurse=*/false)) {
     params += (params.empty() ? "" : ", ") + e.param(item.key().c_str());
   }
-  std::string zeros = "torch.zeros([" + std::to_string(o.num_layers() * (o.bidirectional() ? 2 : 1)) + ", input.size(" +
-                      (o.batch_first() ? "0" : "1") + "), " + std::to_string(o.hidden_size()) + "], dtype=input.dtype)";
-  std::string state_type = lstm ? "Optional[Tuple[Tensor, Tensor]]" : "Optional[Tensor]";
-  std::string state = lstm ? "[state[0], state[1]]" : "state";
-  std::string result = lstm ? "result[0], (result[1], result[2])" : "result";
-  return "def forward(self, input, hx: " + state_type + "=None):\n" +
-         "    if hx is None:\n" +
-         "        zeros = " + zeros + "\n" +
-         "        state = " + (lstm ? "(zeros, zeros)" : "zeros") + "\n" +
-         "    else:\n" +
-         "        state = hx\n" +
-         "    result = torch." + op + "(input, " + state + ", [" + params + "], " + flag(o.bias()) + ", " +
-         std::to_string(o.num_layers()) + ", " + num(o.dropout()) + ", False, " + flag(o.bidirectional()) + ", " +
-         flag(o.batch_first()) + ")\n" +
-         "    return " + result + "\n";
+  return recurrent_source({lstm, o.num_layers(), o.hidden_size(), o.bias(), o.bidirectional(), o.batch_first(),
+                           o.dropout(), op, "[" + params + "]", ""});
+}
+
+/// `self.<path>` of a submodule of class `__torch__.torch.ao.nn.quantized.
+/// dynamic.LSTM` holding the cell params, whose forward is nnqd.LSTM's.
+std::string dynamic_lstm_submodule(const nn::DynamicQuantizedLSTMImpl& q, const Emit& e) {
+  const torch::nn::LSTMOptions& o = q.options();
+  torch::jit::Module sub("__torch__.torch.ao.nn.quantized.dynamic.LSTM");
+  mark_eval(sub);
+  c10::impl::GenericList cells(q.cell_params().at(0).type());
+  for (const c10::IValue& cell : q.cell_params()) cells.push_back(cell);
+  sub.register_attribute("_all_weight_values", c10::ListType::create(q.cell_params()[0].type()), cells);
+  define_forward(sub, recurrent_source({true, o.num_layers(), o.hidden_size(), o.bias(), o.bidirectional(),
+                                        o.batch_first(), o.dropout(), "quantized_lstm", "self._all_weight_values",
+                                        ", dtype=" + std::to_string(static_cast<int>(c10::kQInt8)) +
+                                            ", use_dynamic=True"}));
+  return e.attrs.add(e.path, sub._ivalue());
 }
 
 bool is_recurrent(const std::string& type) {
@@ -477,6 +508,13 @@ std::string module_expression(const torch::nn::Module& module, const std::string
   }
   if (auto* nested = dynamic_cast<const nn::NestedGraphModuleImpl*>(&module)) {
     return call_expression(attrs.add(path, nested_script_module(nested->graph_module(), path)) + ".forward", inputs);
+  }
+  if (auto* lstm = dynamic_cast<const nn::DynamicQuantizedLSTMImpl*>(&module)) {
+    return call_expression(dynamic_lstm_submodule(*lstm, e) + ".forward", inputs);
+  }
+  if (auto* ref = dynamic_cast<const nn::ReferenceLSTMImpl*>(&module)) {  // the LSTM on its dequantized weights
+    return call_expression(float_submodule(Emit{*ref->dequantized(), path, inputs, attrs}, "torch.nn.LSTM") + ".forward",
+                           inputs);
   }
   if (auto* ref = dynamic_cast<const nn::ReferenceModuleImpl*>(&module)) {
     Emit inner{*ref->float_module(), path, inputs, attrs};

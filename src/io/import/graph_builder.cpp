@@ -212,26 +212,33 @@ std::vector<ImportValue> python_order(const torch::jit::Graph& graph, const std:
 
 constexpr const char* kLSTM = "torch.nn.modules.rnn.LSTM";
 
-/// A traced LSTM's forward takes (input, h_0, c_0) and returns (output, h_n,
-/// c_n): its state flattened, where Python's has (input, (h_0, c_0)).
-bool traced_flat_lstm(const torch::jit::Graph& forward, const std::string& python_class) {
-  if (python_class != kLSTM) return false;
-  c10::TypePtr out = forward.outputs().at(0)->type();
-  auto tuple = out->cast<c10::TupleType>();
-  return tuple != nullptr && tuple->elements().size() == 3;
+/// A traced LSTM's forward takes (input, h_0, c_0) and returns output, h_n
+/// and c_n flat, in an order of the tracer's: its state flattened, where
+/// Python's has (input, (h_0, c_0)) and (output, (h_n, c_n)). Which of
+/// aten::lstm's outputs (0 output, 1 h_n, 2 c_n) each returned value is;
+/// empty when the forward is not such a trace.
+std::vector<size_t> traced_lstm_outputs(const torch::jit::Graph& forward, const std::string& python_class) {
+  const torch::jit::Node* tuple = forward.outputs().at(0)->node();
+  if (python_class != kLSTM || tuple->kind() != c10::prim::TupleConstruct || tuple->inputs().size() != 3) return {};
+  std::vector<size_t> order;
+  for (const torch::jit::Value* v : tuple->inputs()) {
+    if (v->node()->kind() != c10::Symbol::fromQualString("aten::lstm")) return {};
+    order.push_back(v->offset());
+  }
+  return order;
 }
 
 }  // namespace
 
-ImportValue GraphBuilder::nested_lstm_result(ir::Node* lstm) {
+ImportValue GraphBuilder::nested_lstm_result(ir::Node* lstm, const std::vector<size_t>& order) {
   // out, (h, c) = self.lstm(x): FX's getitem, getitem_1 (the state), getitem_2, getitem_3
   auto item = [&](ir::Node* of, int64_t i) { return scoped(gm_.graph().call_function("operator.getitem", {of, i})); };
   ir::Node* output = item(lstm, 0);
   ir::Node* state = item(lstm, 1);
-  ir::Node* h = item(state, 0);
-  ir::Node* c = item(state, 1);
-  return ImportValue::of_sequence(ImportValue::Kind::kTuple,
-                                  {ImportValue::of_node(output), ImportValue::of_node(h), ImportValue::of_node(c)});
+  ir::Node* values[] = {output, item(state, 0), item(state, 1)};
+  std::vector<ImportValue> flat;
+  for (size_t k : order) flat.push_back(ImportValue::of_node(values[k]));
+  return ImportValue::of_sequence(ImportValue::Kind::kTuple, std::move(flat));
 }
 
 ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string& method,
@@ -254,14 +261,15 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string
   const auto& schema = forward.function().getSchema().arguments();
   while (!args.empty() && args.size() < schema.size() && is_default(schema[args.size()], args.back())) args.pop_back();
   std::string python_class = python_class_name(*module.module);
-  bool flat_lstm = traced_flat_lstm(*forward.graph(), python_class);
+  std::vector<size_t> lstm_outputs = traced_lstm_outputs(*forward.graph(), python_class);
+  bool flat_lstm = !lstm_outputs.empty();
   if (flat_lstm && args.size() == 3) args = {args[0], ImportValue::of_sequence(ImportValue::Kind::kTuple, {args[1], args[2]})};
   std::vector<ir::Argument> fx_args;
   for (const ImportValue& a : python_order(*forward.graph(), python_class, std::move(args))) fx_args.push_back(to_argument(a));
   // QuantizationTracer records a leaf's own call under the leaf's scope.
   ir::Node* node = gm_.graph().call_module(path, std::move(fx_args));
   node->meta()[ir::kScopeMeta] = ir::NodeScope{path, nn::python_class_of(*gm_.get_submodule(path))};
-  return flat_lstm ? nested_lstm_result(node) : ImportValue::of_node(node);
+  return flat_lstm ? nested_lstm_result(node, lstm_outputs) : ImportValue::of_node(node);
 }
 
 std::vector<ImportValue> GraphBuilder::call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) {

@@ -39,7 +39,7 @@ class GraphBuilder : public Walker::Handler {
                       const std::vector<int>& keyword, bool inplace);
   ImportValue custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
   ImportValue leaf_call(const ImportValue& module, const std::string& method, std::vector<ImportValue> args);
-  ImportValue nested_lstm_result(ir::Node* lstm);
+  ImportValue nested_lstm_result(ir::Node* lstm, const std::vector<size_t>& order);
   /// The module ImportOptions keeps whole at this path, or nullptr.
   std::shared_ptr<torch::nn::Module> kept_whole(const ImportValue& module, const std::string& python_class) const;
   /// Records the current scope on `node` (ir::NodeScope) and returns it.
