@@ -1,6 +1,7 @@
 // Module kinds: LSTM, GRU and RNN (LibTorch modules), with Python's
-// RNNBase.extra_repr (the nonlinearity not shown, as in Python) and forward: `lstm(x)` / `lstm(x, (h0, c0))` returns
-// (output, (h_n, c_n)); `gru(x)` / `gru(x, h0)` returns (output, h_n).
+// RNNBase.extra_repr (the nonlinearity not shown, as in Python) and forward:
+// `lstm(x)` / `lstm(x, (h0, c0))` returns (output, (h_n, c_n)); `gru(x)` /
+// `gru(x, h0)` returns (output, h_n).
 
 #include "module_kinds.h"
 
@@ -35,8 +36,8 @@ c10::IValue lstm_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
   const c10::IValue* hx = initial_state(m, in);
   c10::optional<std::tuple<at::Tensor, at::Tensor>> state;
   if (hx != nullptr) {
-    TORCH_CHECK(hx->isTuple() && hx->toTupleRef().elements().size() == 2, "LSTM's initial state is (h_0, c_0)");
-    state = std::make_tuple(hx->toTupleRef().elements()[0].toTensor(), hx->toTupleRef().elements()[1].toTensor());
+    auto [h, c] = detail::lstm_state(*hx);
+    state = std::make_tuple(h, c);
   }
   auto [output, hc] = dynamic_cast<torch::nn::LSTMImpl&>(m).forward(in[0].toTensor(), state);
   return c10::ivalue::Tuple::create(output, c10::ivalue::Tuple::create(std::get<0>(hc), std::get<1>(hc)));

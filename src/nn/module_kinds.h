@@ -37,6 +37,13 @@ ir::ModuleForward unary_forward() {
   };
 }
 
+/// An LSTM's initial-state argument `(h_0, c_0)`; c10::Error for anything else.
+inline std::pair<at::Tensor, at::Tensor> lstm_state(const c10::IValue& hx) {
+  TORCH_CHECK(hx.isTuple() && hx.toTupleRef().elements().size() == 2, "LSTM's initial state is (h_0, c_0)");
+  const auto& items = hx.toTupleRef().elements();
+  return {items[0].toTensor(), items[1].toTensor()};
+}
+
 /// Registers a module kind (C++ type `Impl`) under a PyTorch name.
 template <typename Impl>
 void add_kind(const std::string& name, ir::ModuleExtraRepr extra_repr,

@@ -21,8 +21,8 @@ bool is_weight(const std::string& name) { return name.rfind("weight_", 0) == 0; 
 std::vector<at::Tensor> initial_state(const torch::nn::LSTMOptions& o, const at::Tensor& input,
                                       const c10::IValue& hx) {
   if (!hx.isNone()) {
-    TORCH_CHECK(hx.isTuple() && hx.toTupleRef().elements().size() == 2, "LSTM's initial state is (h_0, c_0)");
-    return {hx.toTupleRef().elements()[0].toTensor(), hx.toTupleRef().elements()[1].toTensor()};
+    auto [h, c] = detail::lstm_state(hx);
+    return {h, c};
   }
   TORCH_CHECK(input.dim() == 3, "LSTM takes a batched 3-d input, got ", input.dim(), " dimensions");
   int64_t batch = input.size(o.batch_first() ? 0 : 1);
@@ -109,7 +109,8 @@ std::shared_ptr<ReferenceLSTMImpl> reference_lstm_from_float(const std::shared_p
 }
 
 DynamicQuantizedLSTMImpl::DynamicQuantizedLSTMImpl(torch::nn::LSTMOptions options, std::vector<c10::IValue> cell_params)
-    : options_(std::move(options)), cell_params_(std::move(cell_params)) {
+    : options_(std::move(options)), cell_params_(cell_params.at(0).type()) {
+  for (c10::IValue& cell : cell_params) cell_params_.push_back(std::move(cell));
   train(false);
 }
 
@@ -137,11 +138,9 @@ std::shared_ptr<DynamicQuantizedLSTMImpl> DynamicQuantizedLSTMImpl::from_referen
 
 c10::IValue DynamicQuantizedLSTMImpl::forward(const at::Tensor& input, const c10::IValue& hx) {
   std::vector<at::Tensor> state = initial_state(options_, input, hx);
-  c10::impl::GenericList cells(cell_params_.at(0).type());  // List[CellParamsBase], as the schema types it
-  for (const c10::IValue& cell : cell_params_) cells.push_back(cell);
   std::vector<c10::IValue> out = detail::call_op_returning_all(
       "aten::quantized_lstm", "input",
-      {input, c10::List<at::Tensor>(state), cells, options_.bias(), options_.num_layers(), options_.dropout(), false,
+      {input, c10::List<at::Tensor>(state), cell_params_, options_.bias(), options_.num_layers(), options_.dropout(), false,
        options_.bidirectional(), options_.batch_first(), c10::kQInt8, true});
   return nested({out.at(0).toTensor(), out.at(1).toTensor(), out.at(2).toTensor()});
 }

@@ -95,9 +95,9 @@ bool no_dynamic_kernel(const QuantMatch& match, const quant::QConfig& qconfig) {
   return true;
 }
 
-/// "" unless the pattern's module is one qfx cannot convert yet (the
-/// recurrent modules: their reference and dynamic quantized modules are not
-/// implemented), which then stays float instead of failing in convert.
+/// "" unless the pattern's module is one with a reference module in the
+/// BackendConfig that qfx does not implement (GRUCell, LSTMCell, RNNCell),
+/// which then stays float instead of failing in convert.
 std::string unconvertible_module(const ir::Node& node, const ir::GraphModule& gm, const QuantMatch& match) {
   if (node.op() != ir::Opcode::kCallModule || match.config->reference_quantized_module().empty()) return "";
   std::string type = ir::module_type_name(*gm.get_submodule(node.target()));

@@ -10,25 +10,7 @@ python=$3
 source_dir=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# expect_error CODE PATTERN -- ARGS...: qfx exits with CODE, prints exactly one
-# line on stderr that matches PATTERN, and nothing on stdout.
-expect_error() {
-  local code=$1 pattern=$2
-  shift 3
-  "$qfx" "$@" >"$work/out" 2>"$work/err"
-  local got=$?
-  [ "$got" -eq "$code" ] || fail "qfx $* exited $got, expected $code"
-  [ "$(wc -l <"$work/err")" -eq 1 ] || fail "qfx $*: stderr is not one line: $(cat "$work/err")"
-  grep -qE -- "$pattern" "$work/err" || fail "qfx $*: stderr '$(cat "$work/err")' does not match '$pattern'"
-  [ ! -s "$work/out" ] || fail "qfx $*: wrote to stdout on error"
-}
+source "$(dirname "$0")/common.sh"
 
 # --- the allocator: tcmalloc unless built with -DQFX_TCMALLOC=OFF ----------
 if [ "${QFX_TCMALLOC:-1}" = 1 ]; then  # 1 or 0, from $<BOOL:...> in tests/CMakeLists.txt
@@ -546,8 +528,4 @@ expect_error 1 "training data '.*calib.pt' batch 0: no labels \(training needs l
   --qconfig qat --train "$work/calib.pt"
 [ ! -e "$work/t.pt" ] || fail "quantize --train wrote a file on error"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures CLI check(s) failed"
-  exit 1
-fi
-echo "all CLI checks passed"
+finish CLI

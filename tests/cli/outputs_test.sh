@@ -18,23 +18,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# expect_error CODE PATTERN -- ARGS...: exit CODE, one stderr line matching PATTERN.
-expect_error() {
-  local code=$1 pattern=$2
-  shift 3
-  "$qfx" "$@" >"$work/stdout" 2>"$work/stderr"
-  local got=$?
-  [ "$got" -eq "$code" ] || fail "qfx $* exited $got, expected $code"
-  [ "$(wc -l <"$work/stderr")" -eq 1 ] || fail "qfx $*: stderr is not one line: $(cat "$work/stderr")"
-  grep -qE -- "$pattern" "$work/stderr" || fail "qfx $*: stderr '$(cat "$work/stderr")' does not match '$pattern'"
-}
+source "$(dirname "$0")/common.sh"
 
 # no_temporaries DIR: no temporary file of the writer is left in DIR.
 no_temporaries() {
@@ -162,8 +146,4 @@ exec 3>/dev/full
   || fail "run -o - to /dev/full: $(cat "$work/stderr")"
 exec 3>&-
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures output check(s) failed"
-  exit 1
-fi
-echo "all output checks passed"
+finish output

@@ -73,12 +73,13 @@ class DynamicQuantizedLSTMImpl : public torch::nn::Module {
   /// `hx`: (h_0, c_0), or None for zeros. Returns (output, (h_n, c_n)).
   c10::IValue forward(const at::Tensor& input, const c10::IValue& hx);
   const torch::nn::LSTMOptions& options() const { return options_; }
-  /// One `__torch__.torch.classes.rnn.CellParamsBase` per layer and direction.
-  const std::vector<c10::IValue>& cell_params() const { return cell_params_; }
+  /// One `__torch__.torch.classes.rnn.CellParamsBase` per layer and
+  /// direction, as the `List[CellParamsBase]` quantized_lstm takes.
+  const c10::impl::GenericList& cell_params() const { return cell_params_; }
 
  private:
   torch::nn::LSTMOptions options_;
-  std::vector<c10::IValue> cell_params_;
+  c10::impl::GenericList cell_params_;
 };
 
 }  // namespace qfx::nn

@@ -456,9 +456,7 @@ std::string dynamic_lstm_submodule(const nn::DynamicQuantizedLSTMImpl& q, const 
   const torch::nn::LSTMOptions& o = q.options();
   torch::jit::Module sub("__torch__.torch.ao.nn.quantized.dynamic.LSTM");
   mark_eval(sub);
-  c10::impl::GenericList cells(q.cell_params().at(0).type());
-  for (const c10::IValue& cell : q.cell_params()) cells.push_back(cell);
-  sub.register_attribute("_all_weight_values", c10::ListType::create(q.cell_params()[0].type()), cells);
+  sub.register_attribute("_all_weight_values", c10::ListType::create(q.cell_params().elementType()), q.cell_params());
   define_forward(sub, recurrent_source({true, o.num_layers(), o.hidden_size(), o.bias(), o.bidirectional(),
                                         o.batch_first(), o.dropout(), "quantized_lstm", "self._all_weight_values",
                                         ", dtype=" + std::to_string(static_cast<int>(c10::kQInt8)) +
