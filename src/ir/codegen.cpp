@@ -159,7 +159,13 @@ std::string CodeWriter::call_function(const Node& node) {
     return node.name() + " = " + fill_form(form, args);
   }
   if (const char* form = find_form(kInplaceMethods, target)) {
-    return fill_form(form, args) + ";  " + node.name() + " = " + format_argument(args.at(0), false);
+    std::string operation = fill_form(form, args);
+    if (hooks_.subscript_syntax && target == "operator.setitem" && args.size() == 3) {
+      operation = format_argument(args[0], false) + "[" + format_subscript(args[1]) + "] = " +
+                  format_argument(args[2], false);
+    }
+    std::string separator = hooks_.one_statement_per_line ? "\n" : ";  ";
+    return operation + separator + node.name() + " = " + format_argument(args.at(0), false);
   }
   if (target == "getattr" && args.size() == 2 && args[1].kind() == Argument::Kind::kString &&
       is_identifier(args[1].to_string())) {

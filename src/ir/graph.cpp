@@ -168,6 +168,8 @@ bool is_impure(const Node& node) {
   if (node.op() == Opcode::kPlaceholder || node.op() == Opcode::kOutput) return true;
   // FX's _side_effectful_functions: an assertion is kept with no users
   if (node.op() == Opcode::kCallFunction && node.target() == "torch._assert") return true;
+  // x[i] = v acts through x (FX keeps it too: its graph never reaches DCE)
+  if (node.op() == Opcode::kCallFunction && node.target() == "operator.setitem") return true;
   // In-place methods (`add_`, `relu_`) act through their first argument.
   const std::string& t = node.target();
   return node.op() == Opcode::kCallMethod && !t.empty() && t.back() == '_' &&

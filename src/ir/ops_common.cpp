@@ -20,6 +20,8 @@ at::Tensor tensor_op(BinaryOp op, const at::Tensor& a, const Other& b) {
     case BinaryOp::kMul: return at::mul(a, b);
     case BinaryOp::kTrueDiv: return at::div(a, b);
     case BinaryOp::kFloorDiv: return at::floor_divide(a, b);
+    case BinaryOp::kMod: return at::remainder(a, b);
+    case BinaryOp::kPow: return at::pow(a, b);
     case BinaryOp::kMatMul:
       if constexpr (std::is_same_v<Other, at::Tensor>) return at::matmul(a, b);
       break;
@@ -35,6 +37,8 @@ at::Tensor scalar_tensor_op(BinaryOp op, const at::Scalar& a, const at::Tensor& 
     case BinaryOp::kMul: return at::mul(b, a);
     case BinaryOp::kTrueDiv: return at::mul(at::reciprocal(b), a);
     case BinaryOp::kFloorDiv: return at::floor_divide(at::scalar_tensor(a, b.options()), b);
+    case BinaryOp::kMod: return at::remainder(at::scalar_tensor(a, b.options()), b);
+    case BinaryOp::kPow: return at::pow(a, b);
     case BinaryOp::kMatMul: break;
   }
   TORCH_CHECK(false, "matmul needs two tensors");
@@ -51,6 +55,14 @@ c10::IValue int_op(BinaryOp op, int64_t a, int64_t b) {
       int64_t q = a / b;
       return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
     }
+    case BinaryOp::kMod: {
+      TORCH_CHECK(b != 0, "integer division or modulo by zero");
+      int64_t r = a % b;
+      return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;  // Python's sign: the divisor's
+    }
+    case BinaryOp::kPow:
+      if (b < 0) return std::pow(static_cast<double>(a), static_cast<double>(b));
+      return static_cast<int64_t>(std::llround(std::pow(static_cast<double>(a), static_cast<double>(b))));
     case BinaryOp::kMatMul: break;
   }
   TORCH_CHECK(false, "matmul needs two tensors");
@@ -63,6 +75,8 @@ c10::IValue double_op(BinaryOp op, double a, double b) {
     case BinaryOp::kMul: return a * b;
     case BinaryOp::kTrueDiv: return a / b;
     case BinaryOp::kFloorDiv: return std::floor(a / b);
+    case BinaryOp::kMod: return a - b * std::floor(a / b);
+    case BinaryOp::kPow: return std::pow(a, b);
     case BinaryOp::kMatMul: break;
   }
   TORCH_CHECK(false, "matmul needs two tensors");
@@ -81,6 +95,17 @@ at::indexing::TensorIndex tensor_index(const c10::IValue& v) {
     return TensorIndex(Slice(part(0), part(1), part(2)));
   }
   TORCH_CHECK(false, "unsupported tensor index of type ", v.tagKind());
+}
+
+// x[index]: one index, or a tuple of them.
+std::vector<at::indexing::TensorIndex> tensor_indices(const c10::IValue& index) {
+  std::vector<at::indexing::TensorIndex> indices;
+  if (index.isTuple() && !is_slice(index) && !is_ellipsis(index)) {
+    for (const c10::IValue& part : index.toTupleRef().elements()) indices.push_back(tensor_index(part));
+  } else {
+    indices.push_back(tensor_index(index));
+  }
+  return indices;
 }
 
 }  // namespace
@@ -132,13 +157,19 @@ c10::IValue getitem(const c10::IValue& object, const c10::IValue& index) {
     return items[i < 0 ? i + n : i];
   }
   TORCH_CHECK(object.isTensor(), "object of type ", object.tagKind(), " is not subscriptable");
-  std::vector<at::indexing::TensorIndex> indices;
-  if (index.isTuple() && !is_slice(index) && !is_ellipsis(index)) {
-    for (const c10::IValue& part : index.toTupleRef().elements()) indices.push_back(tensor_index(part));
+  return object.toTensor().index(tensor_indices(index));
+}
+
+c10::IValue setitem(const c10::IValue& object, const c10::IValue& index, const c10::IValue& value) {
+  TORCH_CHECK(object.isTensor(), "object of type ", object.tagKind(), " does not support item assignment");
+  std::vector<at::indexing::TensorIndex> indices = tensor_indices(index);
+  at::Tensor target = object.toTensor();
+  if (value.isTensor()) {
+    target.index_put_(indices, value.toTensor());
   } else {
-    indices.push_back(tensor_index(index));
+    target.index_put_(indices, value.toScalar());
   }
-  return object.toTensor().index(indices);
+  return target;
 }
 
 c10::IValue int_tuple(c10::IntArrayRef values) {

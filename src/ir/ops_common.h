@@ -7,7 +7,7 @@
 namespace qfx::ir {
 
 /// The Python binary operators the interpreter evaluates.
-enum class BinaryOp { kAdd, kSub, kMul, kTrueDiv, kFloorDiv, kMatMul };
+enum class BinaryOp { kAdd, kSub, kMul, kTrueDiv, kFloorDiv, kMod, kPow, kMatMul };
 
 /// The Python comparison operators.
 enum class CompareOp { kGt, kLt, kGe, kLe, kEq, kNe };
@@ -22,6 +22,10 @@ c10::IValue compare(CompareOp op, const c10::IValue& lhs, const c10::IValue& rhs
 /// `object[index]` for lists, tuples and tensors (ints, slices, None,
 /// Ellipsis, tensors, or tuples of those).
 c10::IValue getitem(const c10::IValue& object, const c10::IValue& index);
+/// Python's `object[index] = value` on a tensor, in place; returns the
+/// tensor (qfx's value of an in-place operator node, as its code reads
+/// `setitem = x` after `x[index] = value`).
+c10::IValue setitem(const c10::IValue& object, const c10::IValue& index, const c10::IValue& value);
 
 /// A tuple of ints, as `Tensor.size()` returns (`torch.Size`).
 c10::IValue int_tuple(c10::IntArrayRef values);

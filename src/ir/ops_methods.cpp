@@ -76,6 +76,7 @@ const bool kRegistered = [] {
          return a.find(1, "dim") ? self(a).squeeze(a.to_int(1, "dim")) : self(a).squeeze();
        }},
       {"expand", [](A a) -> c10::IValue { return self(a).expand(a.int_varargs(1, "size")); }},
+      {"new_zeros", [](A a) -> c10::IValue { return self(a).new_zeros(a.int_varargs(1, "size")); }},
       {"repeat", [](A a) -> c10::IValue { return self(a).repeat(a.int_varargs(1, "repeats")); }},
       {"contiguous", [](A a) -> c10::IValue {
          const c10::IValue* format = a.find(1, "memory_format");

@@ -68,6 +68,8 @@ const bool kRegistered = [] {
       {"operator.mul", [](A a) { return arithmetic(a, BinaryOp::kMul, "a", "b"); }},
       {"operator.truediv", [](A a) { return arithmetic(a, BinaryOp::kTrueDiv, "a", "b"); }},
       {"operator.floordiv", [](A a) { return arithmetic(a, BinaryOp::kFloorDiv, "a", "b"); }},
+      {"operator.mod", [](A a) { return arithmetic(a, BinaryOp::kMod, "a", "b"); }},
+      {"operator.pow", [](A a) { return arithmetic(a, BinaryOp::kPow, "a", "b"); }},
       {"operator.matmul", [](A a) { return arithmetic(a, BinaryOp::kMatMul, "a", "b"); }},
       {"operator.neg", [](A a) -> c10::IValue {
          const c10::IValue& x = a.at(0, "a");
@@ -81,6 +83,7 @@ const bool kRegistered = [] {
       {"operator.eq", [](A a) { return compare(CompareOp::kEq, a.at(0, "a"), a.at(1, "b")); }},
       {"operator.ne", [](A a) { return compare(CompareOp::kNe, a.at(0, "a"), a.at(1, "b")); }},
       {"operator.getitem", [](A a) { return getitem(a.at(0, "a"), a.values().at(1)); }},
+      {"operator.setitem", [](A a) { return setitem(a.at(0, "a"), a.values().at(1), a.values().at(2)); }},
       {"getattr", python_getattr},
       {"torch.add", [](A a) { return add_like(a, BinaryOp::kAdd); }},
       {"torch.sub", [](A a) { return add_like(a, BinaryOp::kSub); }},
@@ -96,6 +99,9 @@ const bool kRegistered = [] {
       {"torch.cat", [](A a) -> c10::IValue { return at::cat(a.tensor_list(0, "tensors"), a.int_or(1, "dim", 0)); }},
       {"torch.concat", [](A a) -> c10::IValue { return at::cat(a.tensor_list(0, "tensors"), a.int_or(1, "dim", 0)); }},
       {"torch.stack", [](A a) -> c10::IValue { return at::stack(a.tensor_list(0, "tensors"), a.int_or(1, "dim", 0)); }},
+      {"torch.roll", [](A a) -> c10::IValue {
+         return at::roll(a.tensor(0, "input"), a.int_list(1, "shifts"), a.int_list_or(2, "dims", {}));
+       }},
       {"torch.flatten", [](A a) -> c10::IValue {
          return at::flatten(a.tensor(0, "input"), a.int_or(1, "start_dim", 0), a.int_or(2, "end_dim", -1));
        }},

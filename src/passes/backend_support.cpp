@@ -111,6 +111,10 @@ std::string input_violation(const ir::Node& node, const ir::Argument& arg, const
     return "bias dtype " + name_of(info.bias) + " is not the backend's " + name_of(config.bias_dtype);
   }
   if (!config.input_dtype.dtype) return "";
+  bool dynamic_only = config.is_dynamic.value_or(false) && !info.input_is_dynamic;
+  if (info.input == config.input_dtype.dtype && dynamic_only) {
+    return "the backend quantizes it only dynamically (a dynamic qconfig, e.g. qfx quantize --dynamic)";
+  }
   if (info.input != config.input_dtype.dtype || config.is_dynamic.value_or(false) != info.input_is_dynamic) {
     return std::string("input dtype ") + name_of(info.input) + (info.input_is_dynamic ? " (dynamic)" : "") +
            " is not the backend's " + name_of(config.input_dtype.dtype) +

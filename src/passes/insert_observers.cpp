@@ -73,6 +73,24 @@ std::string weight_observer_violation(const ir::Node& node, const ir::GraphModul
   return "per-channel weight observers are not supported for " + type.substr(type.rfind('.') + 1);
 }
 
+/// True for a value FX knows as a Python number: `x.size(0)`, `x.dim()`,
+/// `x.numel()` and operator arithmetic on such numbers (`h // 2`). Memoized
+/// in `known`.
+bool is_python_number(const ir::Node& node, std::unordered_map<const ir::Node*, bool>& known) {
+  auto it = known.find(&node);
+  if (it != known.end()) return it->second;
+  const std::string& t = node.target();
+  bool number = node.op() == ir::Opcode::kCallMethod && (t == "size" || t == "dim" || t == "numel");
+  if (node.op() == ir::Opcode::kCallFunction && t.rfind("operator.", 0) == 0 && t != "operator.getitem") {
+    number = !node.input_nodes().empty();
+    for (const ir::Node* input : node.input_nodes()) number = number && is_python_number(*input, known);
+  }
+  if (node.op() == ir::Opcode::kCallFunction && t == "operator.getitem" && node.args().at(0).is_node()) {
+    number = is_python_number(*node.args().at(0).to_node(), known);  // h = x.size()[2]
+  }
+  return known[&node] = number;
+}
+
 struct PrepareContext {
   ir::GraphModule& gm;
   const PassOptions& options;
@@ -81,6 +99,7 @@ struct PrepareContext {
   std::unordered_map<const ir::Node*, detail::DtypeInfo> dtypes;
   detail::WeightArgs weight_args;
   std::unordered_set<const QuantMatch*> rejected;  // warned about once
+  std::unordered_map<const ir::Node*, bool> python_numbers;
 };
 
 /// A dynamic qconfig asks for dynamic quantization where the backend has it:
@@ -115,6 +134,8 @@ bool supported(PrepareContext& ctx, const ir::Node& node, const QuantMatch& matc
   ctx.rejected.insert(&match);
   bool expected = no_dynamic_kernel(match, qconfig);
   if (expected) why = "the backend has no dynamic quantization of " + match.config->pattern().str();
+  // an input that is float, or a node that gives a number (`x.size(0)`, `h // 2`): nothing to warn about
+  if (!ctx.dtypes.at(match.root).input || is_python_number(*match.last, ctx.python_numbers)) expected = true;
   for (ir::Node* n : match.nodes) n->meta()[kFloatReasonMeta] = why;
   if (ctx.options.explain) *ctx.options.explain << "%" << match.last->name() << " stays float: " << why << "\n";
   if (expected) return false;

@@ -97,6 +97,44 @@ TEST(Interpreter, PythonNumberSemantics) {
   EXPECT_TRUE(at::equal(out[2].toTensor(), at::reciprocal(x) * 2.0));  // torch.Tensor.__rtruediv__
 }
 
+TEST(Interpreter, PythonModuloAndPower) {
+  // Python's % takes the divisor's sign; int ** int is an int unless the exponent is negative
+  GraphModule gm(make_container_module(), parse_graph(R"(graph():
+    %x : [num_users=2] = placeholder[target=x]
+    %m1 : [num_users=1] = call_function[target=operator.mod](args = (-7, 3), kwargs = {})
+    %m2 : [num_users=1] = call_function[target=operator.mod](args = (7, -3), kwargs = {})
+    %m3 : [num_users=1] = call_function[target=operator.mod](args = (-7.5, 2), kwargs = {})
+    %p1 : [num_users=1] = call_function[target=operator.pow](args = (3, 4), kwargs = {})
+    %p2 : [num_users=1] = call_function[target=operator.pow](args = (2, -1), kwargs = {})
+    %tm : [num_users=1] = call_function[target=operator.mod](args = (%x, 3), kwargs = {})
+    %tp : [num_users=1] = call_function[target=operator.pow](args = (2, %x), kwargs = {})
+    return (m1, m2, m3, p1, p2, tm, tp))"));
+  at::Tensor x = at::tensor({-4.0f, 5.0f});
+  auto out = Interpreter(gm).run({x}).toTupleRef().elements();
+  EXPECT_EQ(out[0].toInt(), 2);
+  EXPECT_EQ(out[1].toInt(), -2);
+  EXPECT_EQ(out[2].toDouble(), 0.5);
+  EXPECT_TRUE(out[3].isInt());
+  EXPECT_EQ(out[3].toInt(), 81);
+  EXPECT_EQ(out[4].toDouble(), 0.5);
+  EXPECT_TRUE(at::equal(out[5].toTensor(), at::tensor({2.0f, 2.0f})));  // torch.remainder: the divisor's sign
+  EXPECT_TRUE(at::equal(out[6].toTensor(), at::tensor({0.0625f, 32.0f})));
+}
+
+TEST(Interpreter, SetitemWritesInPlaceAndGivesTheTensor) {
+  GraphModule gm(make_container_module(), parse_graph(R"(graph():
+    %x : [num_users=1] = placeholder[target=x]
+    %zeros : [num_users=1] = call_method[target=new_zeros](args = (%x, [3, 4]), kwargs = {})
+    %setitem : [num_users=1] = call_function[target=operator.setitem](args = (%zeros, (slice(0, -1, None), slice(2, None, None)), 1.5), kwargs = {})
+    %setitem_1 : [num_users=1] = call_function[target=operator.setitem](args = (%setitem, 2, %x), kwargs = {})
+    return setitem_1)"));
+  at::Tensor x = at::tensor({1.0f, 2.0f, 3.0f, 4.0f});
+  at::Tensor expected = at::zeros({3, 4});
+  expected.index_put_({at::indexing::Slice(0, -1), at::indexing::Slice(2, at::indexing::None)}, 1.5);
+  expected[2] = x;
+  EXPECT_TRUE(at::equal(Interpreter(gm).run({x}).toTensor(), expected));
+}
+
 TEST(Interpreter, HookSeesEveryNodeInOrder) {
   auto gm = conv_model();
   Interpreter interpreter(*gm);

@@ -175,7 +175,7 @@ class UnmappedOp(nn.Module):
 
 
 class UnsupportedLeaf(nn.Module):
-    """A torch.nn module kind qfx cannot import."""
+    """A torch.nn module kind qfx has no form of (it runs as TorchScript)."""
 
     def __init__(self):
         super().__init__()

@@ -302,6 +302,68 @@ class ResizeShuffleOps(nn.Module):
         return self.conv2(x)
 
 
+class WindowOps(nn.Module):
+    """Swin's window ops: sizes by %, F.pad, torch.roll, x.new_zeros, a
+    table indexed by a buffer; with `assign`, a mask built by slice assignment
+    (which 1.13's FX cannot trace: a Proxy takes no item assignment)."""
+
+    def __init__(self, assign):
+        super().__init__()
+        self.assign = assign
+        self.conv1, self.conv2 = nn.Conv2d(3, 4, 1), nn.Conv2d(4, 4, 1)
+        self.table = nn.Parameter(torch.randn(9, 4))
+        self.register_buffer('index', torch.tensor([[0, 1, 2], [3, 4, 5], [6, 7, 8]]))
+
+    def forward(self, x):
+        x = self.conv1(x)
+        h, w = x.size(-2), x.size(-1)
+        pad = (3 - w % 3) % 3
+        x = F.pad(x, (0, pad, 0, pad))
+        x = torch.roll(x, shifts=(-1, -1), dims=(2, 3))
+        mask = x.new_zeros((h + pad, w + pad))
+        if self.assign:
+            mask[0:-3, 0:-3] = 1.0
+            mask[-3:, 1:] = 2.0
+        x = x + mask.masked_fill(mask != 0, -1.0)
+        bias = self.table[self.index].permute(2, 0, 1).sum(0)
+        return self.conv2(x) + bias.mean()
+
+
+class Attention(nn.Module):
+    """nn.MultiheadAttention between linears: FX keeps it whole (a torch.nn leaf), float."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.attn, self.fc2 = nn.Linear(8, 8), nn.MultiheadAttention(8, 2), nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = self.fc1(x)
+        return self.fc2(self.attn(x, x, x)[0])
+
+
+class Encoder(nn.Module):
+    """A 2-layer nn.TransformerEncoder with a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(self.encoder(x))
+
+
+class RecurrentOutput(nn.Module):
+    """The word language model's use: only an LSTM's / GRU's output (a trace returns it alone)."""
+
+    def __init__(self, cls):
+        super().__init__()
+        self.rnn, self.fc = cls(4, 6, num_layers=2), nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.fc(self.rnn(x)[0])
+
+
 class Recurrent(nn.Module):
     """nn.LSTM / GRU / RNN between two linears, with or without an initial state."""
 
@@ -528,6 +590,15 @@ CASES = [
     ('clamp', Clamp, rand(2, 2, 5, 5), 'static', onednn, 'native'),
     ('cat_matmul_bmm', CatAddMatmul, rand(2, 2, 4, 4), 'static', onednn, 'native'),
     ('assert_warn', AssertWarn, IMG2, 'static', onednn, 'native'),
+    ('window_ops', lambda: WindowOps(False), rand(1, 3, 5, 5), 'static', onednn, 'native'),
+    ('window_mask_assignment', lambda: WindowOps(True), rand(1, 3, 5, 5), 'static', onednn, 'native'),
+    # transformers: MultiheadAttention stays whole and float, as in FX; qfx traces through the encoder
+    ('multihead_attention', Attention, rand(5, 2, 8), 'static', onednn, 'native'),
+    ('dynamic_multihead_attention', Attention, rand(5, 2, 8), 'dynamic', global_qconfig(default_dynamic_qconfig),
+     'native'),
+    ('transformer_encoder', Encoder, rand(5, 2, 8), 'static', onednn, 'native'),
+    ('dynamic_transformer_encoder', Encoder, rand(5, 2, 8), 'dynamic', global_qconfig(default_dynamic_qconfig),
+     'native'),
     # recurrent modules (float under a static qconfig, as in 1.13)
     ('lstm', lambda: Recurrent(nn.LSTM, False), recurrent_inputs(1, 1, False), 'static', onednn, 'native'),
     ('lstm_state_2_layers_bidirectional_batch_first',
@@ -566,6 +637,9 @@ CASES = [
      global_qconfig(per_channel_dynamic_qconfig), 'native'),
     ('dynamic_gru', lambda: cq.RNNDynamicModel('GRU'), rand(3, 2, 2), 'dynamic',
      global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_lstm_output', lambda: RecurrentOutput(nn.LSTM), rand(5, 2, 4), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
+    ('gru_output', lambda: RecurrentOutput(nn.GRU), rand(5, 2, 4), 'static', onednn, 'native'),
     # QAT
     ('qat_conv_bn_relu', cq.ConvBnReLUModel, rand(2, 3, 5, 5), 'qat', qat_onednn, 'native'),
     ('qat_two_layer_linear', cq.TwoLayerLinearModel, rand(4, 5), 'qat', qat_onednn, 'native'),
@@ -586,6 +660,10 @@ TORCHSCRIPT_LOSSES = {
 }
 RNN_RESULT_FLATTENED = 'torch.jit.trace flattens the returned (output, state) tuple into getitems FX does not record'
 TRACE_LOSSES = {
+    'multihead_attention': 'torch.jit.trace keeps only the attention output the model reads, not the (output, '
+                           'weights) tuple FX indexes',
+    'dynamic_multihead_attention': 'torch.jit.trace keeps only the attention output the model reads, not the '
+                                   '(output, weights) tuple FX indexes',
     'dynamic_lstm': RNN_RESULT_FLATTENED,
     'dynamic_gru': RNN_RESULT_FLATTENED,
     'assert_warn': 'torch.jit.trace evaluates a torch._assert while tracing and keeps no record of it',
@@ -594,6 +672,18 @@ TRACE_LOSSES = {
     'qat_resnet_base': IDENTITY_DROPPED,
     'multiple_ops': IDENTITY_DROPPED,
     'multiple_ops_no_avg_pool': IDENTITY_DROPPED,
+}
+
+# Where qfx quantizes more than FX by design: checked for soundness only.
+ENCODER_TRACED = ('qfx traces through nn.TransformerEncoder(Layer), whose Linear layers then quantize, where FX '
+                  'keeps every torch.nn module whole and float (docs/divergences.md)')
+QFX_DIFFERS = {'transformer_encoder': ENCODER_TRACED, 'dynamic_transformer_encoder': ENCODER_TRACED}
+# Scripted files qfx cannot take, and why.
+NOT_SCRIPTED = {
+    'transformer_encoder': 'its scripted forward branches on the input\'s shape (the fast-path checks)',
+    'dynamic_transformer_encoder': 'its scripted forward branches on the input\'s shape (the fast-path checks)',
+    'window_mask_assignment': 'TorchScript compiles `mask[a:b, c:d] = 1.0` to copy_ from a tensor made with the '
+                              'view\'s dtype and device, which qfx does not read back as an assignment',
 }
 
 BACKENDS = {'native': get_native_backend_config, 'qnnpack': get_qnnpack_backend_config}
@@ -623,6 +713,9 @@ def write_model_files(case, model, inputs):
     """The traced file, and the scripted one where torch.jit.script takes the model."""
     record = {'model': f'suite/{case}.pt'}
     torch.jit.trace(copy.deepcopy(model), inputs, check_trace=False).save(os.path.join(OUT, record['model']))
+    if case in NOT_SCRIPTED:
+        record['not_scripted'] = NOT_SCRIPTED[case]
+        return record
     try:
         torch.jit.script(copy.deepcopy(model)).save(os.path.join(OUT, f'suite/{case}.scripted.pt'))
         record['scripted'] = f'suite/{case}.scripted.pt'
@@ -696,6 +789,8 @@ def write_case(case, cls, make_input, mode, make_mapping, backend_name):
         record['traced_differs'] = TRACE_LOSSES[case]
     if case in TORCHSCRIPT_LOSSES:
         record['torchscript_differs'] = TORCHSCRIPT_LOSSES[case]
+    if case in QFX_DIFFERS:
+        record['qfx_differs'] = QFX_DIFFERS[case]
     with torch.no_grad():
         record['float_output'] = save_output(case, 'float', model(*fresh(inputs)))
     torch.backends.quantized.engine = engine

@@ -51,6 +51,10 @@ struct CodegenHooks {
   /// Indexes as Python's subscript syntax (`x[:, 0:12]`) instead of FX's
   /// slice objects (`x[(slice(None, None, None), slice(0, 12, None))]`).
   bool subscript_syntax = false;
+  /// An in-place operator form and its result on two lines (`x[i] = v` then
+  /// `setitem = x`) instead of FX's `x[i] = v;  setitem = x`, which
+  /// TorchScript's parser rejects.
+  bool one_statement_per_line = false;
 };
 std::string python_code(const Graph& graph, const std::string& root_module, const CodegenHooks& hooks);
 

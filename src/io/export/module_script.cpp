@@ -354,6 +354,10 @@ std::string qat(const nn::QatModuleImpl& q, const Emit& e) {
 
 }  // namespace
 
+torch::jit::Module ScriptAttrs::new_module(const std::string& python_class) const {
+  return torch::jit::Module(c10::QualifiedName("__torch__." + python_class), unit_, /*shouldMangle=*/true);
+}
+
 std::string ScriptAttrs::add(const std::string& hint, const c10::IValue& value) {
   std::string base;
   for (char c : hint) base += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
@@ -454,7 +458,7 @@ std::string recurrent_forward(const Emit& e, const std::string& type) {
 /// dynamic.LSTM` holding the cell params, whose forward is nnqd.LSTM's.
 std::string dynamic_lstm_submodule(const nn::DynamicQuantizedLSTMImpl& q, const Emit& e) {
   const torch::nn::LSTMOptions& o = q.options();
-  torch::jit::Module sub("__torch__.torch.ao.nn.quantized.dynamic.LSTM");
+  torch::jit::Module sub = e.attrs.new_module("torch.ao.nn.quantized.dynamic.LSTM");
   mark_eval(sub);
   sub.register_attribute("_all_weight_values", c10::ListType::create(q.cell_params().elementType()), q.cell_params());
   define_forward(sub, recurrent_source({true, o.num_layers(), o.hidden_size(), o.bias(), o.bidirectional(),
@@ -474,10 +478,10 @@ bool is_recurrent(const std::string& type) {
 std::string float_submodule(const Emit& e, const std::string& type) {
   Inputs names;
   for (size_t i = 0; i < e.in.size(); ++i) names.push_back(i == 0 ? "input" : "input_" + std::to_string(i));
-  ScriptAttrs own;
+  ScriptAttrs own(e.attrs.unit());  // the submodule's own attributes
   std::string forward = is_recurrent(type) ? recurrent_forward(Emit{e.m, "", names, own}, type) : "";
   std::string body = forward.empty() ? float_expression(Emit{e.m, "", names, own}, type) : "";
-  torch::jit::Module sub("__torch__." + type);
+  torch::jit::Module sub = e.attrs.new_module(type);
   mark_eval(sub);
   auto params = e.m.named_parameters(/*recurse=*/false);
   for (const auto& [name, value] : own.values()) {

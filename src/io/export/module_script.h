@@ -9,6 +9,7 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/nn/module.h>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -19,6 +20,14 @@ namespace qfx::io::detail {
 /// The attributes of the exported module, each named once.
 class ScriptAttrs {
  public:
+  /// `unit` holds the classes of the export's submodules: one compilation
+  /// unit per export, where each class name is made unique (TorchScript
+  /// slows down and its memory grows with every unit that defines the same
+  /// `__torch__.torch.nn.Conv2d` anew).
+  explicit ScriptAttrs(std::shared_ptr<torch::jit::CompilationUnit> unit) : unit_(std::move(unit)) {}
+  /// A new module of class `__torch__.<python_class>` in the export's unit.
+  torch::jit::Module new_module(const std::string& python_class) const;
+  const std::shared_ptr<torch::jit::CompilationUnit>& unit() const { return unit_; }
   /// `self.<name>` for a new attribute holding `value`, named after `hint`
   /// (a module path; dots become underscores).
   std::string add(const std::string& hint, const c10::IValue& value);
@@ -27,6 +36,7 @@ class ScriptAttrs {
   const std::vector<std::pair<std::string, c10::IValue>>& values() const { return values_; }
 
  private:
+  std::shared_ptr<torch::jit::CompilationUnit> unit_;
   std::vector<std::pair<std::string, c10::IValue>> values_;
   std::set<std::string> taken_{"training"};  // every module has `training`
 };

@@ -148,6 +148,7 @@ std::string source_of(const ir::GraphModule& gm, ScriptAttrs& attrs) {
   ir::CodegenHooks hooks;
   hooks.release_values = false;
   hooks.subscript_syntax = true;
+  hooks.one_statement_per_line = true;
   hooks.call_module = [&](const ir::Node& node, const std::vector<std::string>& args) {
     return detail::module_expression(*gm.get_submodule(node.target()), node.target(), args, attrs);
   };
@@ -157,7 +158,7 @@ std::string source_of(const ir::GraphModule& gm, ScriptAttrs& attrs) {
 }  // namespace
 
 std::string torchscript_source(const ir::GraphModule& gm) {
-  ScriptAttrs attrs;
+  ScriptAttrs attrs(std::make_shared<torch::jit::CompilationUnit>());
   return source_of(gm, attrs);
 }
 
@@ -166,10 +167,11 @@ namespace {
 /// The exported module of `gm`: its forward and attributes (preserved ones
 /// under their own names), its TorchScript and nested modules as submodules.
 torch::jit::Module script_module(const ir::GraphModule& gm, const std::string& class_name) {
-  ScriptAttrs attrs;
+  auto unit = std::make_shared<torch::jit::CompilationUnit>();
+  ScriptAttrs attrs(unit);
   for (const auto& [name, value] : gm.preserved_attributes()) attrs.add_exact(name, value);
   std::string source = source_of(gm, attrs);
-  torch::jit::Module module(class_name);
+  torch::jit::Module module(class_name, unit, /*shouldMangle=*/true);
   detail::mark_eval(module);
   for (const auto& [name, value] : attrs.values()) {
     if (value.isObject() && value.toObjectRef().type()->is_module()) {

@@ -19,7 +19,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <set>
 
 namespace qfx::io::detail {
 namespace {
@@ -88,9 +90,26 @@ bool is_forward(const std::string& method) {
                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
+/// torch.nn modules qfx traces through where FX's QuantizationTracer keeps
+/// every torch.nn module but Sequential whole: the transformer containers,
+/// compositions of Linear, LayerNorm, Dropout and MultiheadAttention, whose
+/// layers then quantize as eager mode's quantize_dynamic quantizes them
+/// (FX would leave the whole encoder float; docs/divergences.md).
+bool traced_through(const std::string& python_class) {
+  static const std::set<std::string> containers = {
+      "torch.nn.modules.container.Sequential",
+      "torch.nn.modules.transformer.Transformer",
+      "torch.nn.modules.transformer.TransformerEncoder",
+      "torch.nn.modules.transformer.TransformerEncoderLayer",
+      "torch.nn.modules.transformer.TransformerDecoder",
+      "torch.nn.modules.transformer.TransformerDecoderLayer",
+  };
+  return containers.count(python_class) != 0;
+}
+
 bool is_leaf_module(const std::string& python_class) {
   bool under_nn = python_class.rfind("torch.nn.", 0) == 0 || python_class.rfind("torch.ao.nn.", 0) == 0;
-  return under_nn && python_class != "torch.nn.modules.container.Sequential";
+  return under_nn && !traced_through(python_class);
 }
 
 void GraphBuilder::import_forward(const torch::jit::Module& root) {
@@ -210,19 +229,33 @@ std::vector<ImportValue> python_order(const torch::jit::Graph& graph, const std:
   return ordered.size() == args.size() ? ordered : args;
 }
 
-constexpr const char* kLSTM = "torch.nn.modules.rnn.LSTM";
+/// The aten op a traced recurrent module's forward ends in.
+const std::map<std::string, std::string>& recurrent_ops() {
+  static const std::map<std::string, std::string> ops = {
+      {"torch.nn.modules.rnn.LSTM", "aten::lstm"},
+      {"torch.nn.modules.rnn.GRU", "aten::gru"},
+      {"torch.nn.modules.rnn.RNN", "aten::rnn_tanh"},
+  };
+  return ops;
+}
 
-/// A traced LSTM's forward takes (input, h_0, c_0) and returns output, h_n
-/// and c_n flat, in an order of the tracer's: its state flattened, where
-/// Python's has (input, (h_0, c_0)) and (output, (h_n, c_n)). Which of
-/// aten::lstm's outputs (0 output, 1 h_n, 2 c_n) each returned value is;
+/// A traced recurrent module's forward returns only the outputs its caller
+/// uses, flat and in an order of the tracer's: LSTM's (output, (h_n, c_n))
+/// may come back as (h, c, output), or as `output` alone. Which of the
+/// aten op's outputs (0 output, 1 h_n, 2 c_n) each returned value is;
 /// empty when the forward is not such a trace.
-std::vector<size_t> traced_lstm_outputs(const torch::jit::Graph& forward, const std::string& python_class) {
-  const torch::jit::Node* tuple = forward.outputs().at(0)->node();
-  if (python_class != kLSTM || tuple->kind() != c10::prim::TupleConstruct || tuple->inputs().size() != 3) return {};
+std::vector<size_t> traced_recurrent_outputs(const torch::jit::Graph& forward, const std::string& python_class) {
+  auto op = recurrent_ops().find(python_class);
+  if (op == recurrent_ops().end()) return {};
+  const torch::jit::Value* result = forward.outputs().at(0);
+  std::vector<const torch::jit::Value*> returned = {result};
+  if (result->node()->kind() == c10::prim::TupleConstruct) {
+    returned.assign(result->node()->inputs().begin(), result->node()->inputs().end());
+  }
   std::vector<size_t> order;
-  for (const torch::jit::Value* v : tuple->inputs()) {
-    if (v->node()->kind() != c10::Symbol::fromQualString("aten::lstm")) return {};
+  for (const torch::jit::Value* v : returned) {
+    std::string kind = v->node()->kind().toQualString();
+    if (kind != op->second && !(op->second == "aten::rnn_tanh" && kind == "aten::rnn_relu")) return {};
     order.push_back(v->offset());
   }
   return order;
@@ -230,14 +263,21 @@ std::vector<size_t> traced_lstm_outputs(const torch::jit::Graph& forward, const 
 
 }  // namespace
 
-ImportValue GraphBuilder::nested_lstm_result(ir::Node* lstm, const std::vector<size_t>& order) {
+ImportValue GraphBuilder::recurrent_result(ir::Node* module, bool lstm, const std::vector<size_t>& order,
+                                           bool single) {
   // out, (h, c) = self.lstm(x): FX's getitem, getitem_1 (the state), getitem_2, getitem_3
   auto item = [&](ir::Node* of, int64_t i) { return scoped(gm_.graph().call_function("operator.getitem", {of, i})); };
-  ir::Node* output = item(lstm, 0);
-  ir::Node* state = item(lstm, 1);
-  ir::Node* values[] = {output, item(state, 0), item(state, 1)};
+  std::map<size_t, ir::Node*> values;
+  ir::Node* state = nullptr;
+  auto value = [&](size_t k) {
+    if (values.count(k) != 0) return values[k];
+    if (k == 0 || !lstm) return values[k] = item(module, static_cast<int64_t>(k));
+    if (state == nullptr) state = item(module, 1);
+    return values[k] = item(state, static_cast<int64_t>(k) - 1);
+  };
   std::vector<ImportValue> flat;
-  for (size_t k : order) flat.push_back(ImportValue::of_node(values[k]));
+  for (size_t k : order) flat.push_back(ImportValue::of_node(value(k)));
+  if (single) return flat.at(0);
   return ImportValue::of_sequence(ImportValue::Kind::kTuple, std::move(flat));
 }
 
@@ -253,7 +293,12 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string
   if (built_leaves_.count(path) == 0) {
     std::string type = python_class_name(*module.module);
     std::shared_ptr<torch::nn::Module> built = build_leaf_module(*module.module, type, path, method);
-    if (built == nullptr) walker_.fail("unsupported module type " + type);
+    if (built == nullptr) {
+      // FX keeps such a leaf as it is; no pattern matches it, so it stays float
+      TORCH_WARN("import: module '", path, "' (", public_type_name(type),
+                 ") has no qfx form: it runs as TorchScript and stays float");
+      built = std::make_shared<nn::ScriptModuleImpl>(*module.module, public_type_name(type));
+    }
     gm_.add_submodule(path, std::move(built));
     built_leaves_.insert(path);
   }
@@ -261,15 +306,19 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string
   const auto& schema = forward.function().getSchema().arguments();
   while (!args.empty() && args.size() < schema.size() && is_default(schema[args.size()], args.back())) args.pop_back();
   std::string python_class = python_class_name(*module.module);
-  std::vector<size_t> lstm_outputs = traced_lstm_outputs(*forward.graph(), python_class);
-  bool flat_lstm = !lstm_outputs.empty();
-  if (flat_lstm && args.size() == 3) args = {args[0], ImportValue::of_sequence(ImportValue::Kind::kTuple, {args[1], args[2]})};
+  std::vector<size_t> outputs = traced_recurrent_outputs(*forward.graph(), python_class);
+  bool lstm = python_class == "torch.nn.modules.rnn.LSTM";
+  if (lstm && !outputs.empty() && args.size() == 3) {
+    args = {args[0], ImportValue::of_sequence(ImportValue::Kind::kTuple, {args[1], args[2]})};
+  }
   std::vector<ir::Argument> fx_args;
   for (const ImportValue& a : python_order(*forward.graph(), python_class, std::move(args))) fx_args.push_back(to_argument(a));
   // QuantizationTracer records a leaf's own call under the leaf's scope.
   ir::Node* node = gm_.graph().call_module(path, std::move(fx_args));
   node->meta()[ir::kScopeMeta] = ir::NodeScope{path, nn::python_class_of(*gm_.get_submodule(path))};
-  return flat_lstm ? nested_lstm_result(node, lstm_outputs) : ImportValue::of_node(node);
+  if (outputs.empty()) return ImportValue::of_node(node);
+  bool single = forward.graph()->outputs().at(0)->node()->kind() != c10::prim::TupleConstruct;
+  return recurrent_result(node, lstm, outputs, single);
 }
 
 std::vector<ImportValue> GraphBuilder::call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) {
@@ -413,6 +462,8 @@ ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vec
     return ImportValue::of_node(scoped(gm_.graph().call_function(
         "torch.nn.functional.conv" + dims + "d", {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(8)})));
   }
+  if (kind == "aten::index") return tensor_index(inputs);
+  if (kind == "aten::fill_" || kind == "aten::copy_") return setitem(node, inputs);
   // aten::slice(self, dim, start, end, step) / aten::select(self, dim, index) => x[..., index]
   int64_t dim = static_int(1);
   if (dim < 0) walker_.fail(kind + " with a negative dimension");
@@ -429,11 +480,78 @@ ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vec
     // x[:, :] is traced as slices over the whole range, which FX never records.
     if (index == full_slice()) return inputs[0];
   }
-  if (dim == 0) return ImportValue::of_node(scoped(gm_.graph().call_function("operator.getitem", {arg(0), index})));
   ir::Argument::Items parts(static_cast<size_t>(dim), full_slice());
   parts.push_back(index);
-  return ImportValue::of_node(
-      scoped(gm_.graph().call_function("operator.getitem", {arg(0), ir::Argument::tuple(parts)})));
+  if (written_through(*node.output())) return view_of(inputs[0], parts);
+  ir::Argument key = parts.size() == 1 ? parts[0] : ir::Argument::tuple(parts);
+  return ImportValue::of_node(scoped(gm_.graph().call_function("operator.getitem", {arg(0), key})));
+}
+
+namespace {
+
+bool is_view_op(const torch::jit::Node& node) {
+  return node.kind() == c10::aten::slice || node.kind() == c10::aten::select;
+}
+
+/// `x[a][b]` as one index `x[c]` when every part of `a` is a slice (the
+/// dimensions line up); false when the two cannot be merged.
+bool merge_index(ir::Argument::Items& outer, const ir::Argument::Items& inner) {
+  for (const ir::Argument& part : outer) {
+    if (part.kind() != ir::Argument::Kind::kSlice) return false;
+  }
+  for (size_t k = 0; k < inner.size(); ++k) {
+    if (k >= outer.size()) {
+      outer.push_back(inner[k]);
+    } else if (outer[k] == full_slice()) {
+      outer[k] = inner[k];
+    } else if (inner[k] != full_slice()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool GraphBuilder::written_through(const torch::jit::Value& view) {
+  if (view.uses().size() != 1 || view.uses()[0].offset != 0) return false;
+  const torch::jit::Node& user = *view.uses()[0].user;
+  if (user.kind() == c10::aten::fill_ || user.kind() == c10::aten::copy_) return true;
+  return is_view_op(user) && written_through(*user.output());
+}
+
+ImportValue GraphBuilder::view_of(const ImportValue& value, ir::Argument::Items index) {
+  if (value.kind != ImportValue::Kind::kView) return ImportValue::of_view(value, std::move(index));
+  ir::Argument::Items merged = value.index;
+  if (!merge_index(merged, index)) walker_.fail("an assignment through an index qfx cannot merge into one");
+  return ImportValue::of_view(value.items.at(0), std::move(merged));
+}
+
+ImportValue GraphBuilder::tensor_index(const std::vector<ImportValue>& inputs) {
+  // aten::index(self, [i, None, j]) => x[i, :, j]; x[i] for one index
+  const ImportValue& list = inputs.at(1);
+  if (list.kind != ImportValue::Kind::kList) walker_.fail("aten::index with indices that are not a list");
+  ir::Argument base = to_argument(inputs[0]);  // first, as Python evaluates `x[i]`
+  ir::Argument::Items parts;
+  for (const ImportValue& item : list.items) {
+    parts.push_back(item.is_static() && item.constant.isNone() ? full_slice() : to_argument(item));
+  }
+  ir::Argument index = parts.size() == 1 ? parts[0] : ir::Argument::tuple(parts);
+  return ImportValue::of_node(scoped(gm_.graph().call_function("operator.getitem", {base, index})));
+}
+
+ImportValue GraphBuilder::setitem(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
+  // x[a:b, c:d] = v is traced as slices of x, then fill_ (or copy_) on the view: FX's operator.setitem
+  std::string kind = node.kind().toQualString();
+  const ImportValue& view = inputs.at(0);
+  if (view.kind != ImportValue::Kind::kView || node.output()->hasUses()) {
+    walker_.fail(kind + " other than `x[index] = value` (an in-place write qfx cannot express)");
+  }
+  ir::Node* base = to_argument(view.items.at(0)).to_node();
+  const ir::Argument::Items& index = view.index;
+  ir::Argument key = index.size() == 1 ? index[0] : ir::Argument::tuple(index);
+  written_[base] = scoped(gm_.graph().call_function("operator.setitem", {base, key, to_argument(inputs.at(1))}));
+  return ImportValue::opaque();
 }
 
 ir::Node* GraphBuilder::attribute_node(const std::string& path, const at::Tensor& tensor) {
@@ -448,7 +566,11 @@ ir::Node* GraphBuilder::attribute_node(const std::string& path, const at::Tensor
 ir::Argument GraphBuilder::to_argument(const ImportValue& value, const c10::TypePtr& type) {
   switch (value.kind) {
     case ImportValue::Kind::kStatic: return static_argument(value.constant, type);
-    case ImportValue::Kind::kNode: return value.node;
+    case ImportValue::Kind::kNode: {
+      ir::Node* node = value.node;
+      for (auto it = written_.find(node); it != written_.end(); it = written_.find(node)) node = it->second;
+      return node;
+    }
     case ImportValue::Kind::kAttr: return attribute_node(value.path, value.tensor);
     case ImportValue::Kind::kList:
     case ImportValue::Kind::kTuple: {
@@ -458,6 +580,7 @@ ir::Argument GraphBuilder::to_argument(const ImportValue& value, const c10::Type
                                                     : ir::Argument::tuple(std::move(items));
     }
     case ImportValue::Kind::kModule: walker_.fail("module '" + value.path + "' used as a value");
+    case ImportValue::Kind::kView: walker_.fail("internal: an indexed view that is only written was read");
     case ImportValue::Kind::kOpaque: break;
   }
   walker_.fail("internal: an opaque value reached the graph");

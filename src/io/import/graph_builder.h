@@ -38,8 +38,17 @@ class GraphBuilder : public Walker::Handler {
                       const std::vector<ImportValue>& inputs, const std::vector<int>& positional,
                       const std::vector<int>& keyword, bool inplace);
   ImportValue custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
+  ImportValue tensor_index(const std::vector<ImportValue>& inputs);
+  ImportValue setitem(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
+  /// True when a slice or select's result is only written through
+  /// (`x[a:b][c] = v`): it becomes a view, not a getitem node.
+  static bool written_through(const torch::jit::Value& view);
+  /// `value[index]` as a view; a view of a view merges the two indexes.
+  ImportValue view_of(const ImportValue& value, ir::Argument::Items index);
   ImportValue leaf_call(const ImportValue& module, const std::string& method, std::vector<ImportValue> args);
-  ImportValue nested_lstm_result(ir::Node* lstm, const std::vector<size_t>& order);
+  /// A traced recurrent module's flat outputs as getitems of the FX call
+  /// (`order`: which of output, h_n, c_n each is; `single`: one value, not a tuple).
+  ImportValue recurrent_result(ir::Node* module, bool lstm, const std::vector<size_t>& order, bool single);
   /// The module ImportOptions keeps whole at this path, or nullptr.
   std::shared_ptr<torch::nn::Module> kept_whole(const ImportValue& module, const std::string& python_class) const;
   /// Records the current scope on `node` (ir::NodeScope) and returns it.
@@ -50,6 +59,8 @@ class GraphBuilder : public Walker::Handler {
   Walker walker_;
   std::unordered_map<std::string, ir::Node*> attribute_nodes_;  // by attribute path
   std::unordered_set<std::string> built_leaves_;                // module paths
+  // x[i] = v: later reads of x read the setitem node, which gives x after the write
+  std::unordered_map<ir::Node*, ir::Node*> written_;
   std::vector<ir::NodeScope> scopes_{ir::NodeScope{}};           // innermost module being walked last
   int tensor_constants_ = 0;
 };

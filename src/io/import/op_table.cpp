@@ -23,13 +23,16 @@ const std::vector<OpMapping>& op_mappings() {
       {"aten::add_", kFn, "operator.add", {}, 2, "torch.add"},
       {"aten::sub", kFn, "operator.sub", {}, 2, "torch.sub"},
       {"aten::sub_", kFn, "operator.sub", {}, 2, "torch.sub"},
-      {"aten::rsub", kFn, "torch.rsub"},
+      // 1 - x  =>  operator.sub(1, x)
+      {"aten::rsub", kFn, "operator.sub", {1, 0}, 2},
       {"aten::mul", kFn, "operator.mul", {}, 2},
       {"aten::mul_", kFn, "operator.mul", {}, 2},
       {"aten::div", kFn, "operator.truediv", {}, 2, "torch.div"},
       {"aten::div_", kFn, "operator.truediv", {}, 2, "torch.div"},
       {"aten::floor_divide", kFn, "operator.floordiv", {}, 2},
       {"aten::neg", kFn, "operator.neg", {}, 1},
+      {"aten::remainder", kFn, "operator.mod", {}, 2},
+      {"aten::pow", kFn, "operator.pow", {}, 2},
       // x > 0, ... (recorded so that an `if` on them reports data-dependent control flow)
       {"aten::gt", kFn, "operator.gt", {}, 2},
       {"aten::lt", kFn, "operator.lt", {}, 2},
@@ -43,6 +46,7 @@ const std::vector<OpMapping>& op_mappings() {
       {"aten::cat", kFn, "torch.cat"},
       {"aten::concat", kFn, "torch.cat"},
       {"aten::stack", kFn, "torch.stack"},
+      {"aten::roll", kFn, "torch.roll"},
       {"aten::flatten", kFn, "torch.flatten"},
       {"aten::clamp", kFn, "torch.clamp"},
       {"aten::sigmoid", kFn, "torch.sigmoid"},
@@ -114,6 +118,7 @@ const std::vector<OpMapping>& op_mappings() {
       {"aten::squeeze", kMethod, "squeeze"},
       {"aten::expand", kMethod, "expand", {0, 1}},
       {"aten::repeat", kMethod, "repeat"},
+      {"aten::new_zeros", kMethod, "new_zeros"},
       {"aten::chunk", kMethod, "chunk"},
       {"aten::mean", kMethod, "mean"},
       {"aten::sum", kMethod, "sum"},
@@ -161,6 +166,7 @@ const UpsampleMapping* find_upsample_mapping(const std::string& aten_name) {
 
 bool has_custom_mapping(const std::string& aten_name) {
   return aten_name == "aten::_convolution" || aten_name == "aten::slice" || aten_name == "aten::select" ||
+         aten_name == "aten::index" || aten_name == "aten::fill_" || aten_name == "aten::copy_" ||
          find_upsample_mapping(aten_name) != nullptr;
 }
 

@@ -2,7 +2,9 @@
 // ImportValue: what a TorchScript value stands for while a graph is walked —
 // a constant known at import time, a node of the graph being built, a module,
 // a tensor attribute (materialized as get_attr on first use), a list or tuple
-// of values, or an opaque value (a leaf's internals, never used).
+// of values, an indexed view that is only written through (`x[a:b, c] = v`,
+// traced as slices then fill_), or an opaque value (a leaf's internals, never
+// used).
 
 #include "qfx/ir/node.h"
 
@@ -15,7 +17,7 @@
 namespace qfx::io::detail {
 
 struct ImportValue {
-  enum class Kind { kStatic, kNode, kModule, kAttr, kList, kTuple, kOpaque };
+  enum class Kind { kStatic, kNode, kModule, kAttr, kList, kTuple, kView, kOpaque };
 
   Kind kind = Kind::kOpaque;
   c10::IValue constant;            // kStatic
@@ -23,7 +25,8 @@ struct ImportValue {
   std::string path;                // kModule, kAttr: dotted path from the root
   c10::optional<torch::jit::Module> module;  // kModule
   at::Tensor tensor;               // kAttr
-  std::vector<ImportValue> items;  // kList, kTuple
+  std::vector<ImportValue> items;  // kList, kTuple; kView: the indexed value
+  ir::Argument::Items index;       // kView: one entry per leading dimension
 
   static ImportValue of_static(c10::IValue v) {
     ImportValue out;
@@ -55,6 +58,13 @@ struct ImportValue {
     ImportValue out;
     out.kind = kind;
     out.items = std::move(items);
+    return out;
+  }
+  static ImportValue of_view(ImportValue base, ir::Argument::Items index) {
+    ImportValue out;
+    out.kind = Kind::kView;
+    out.items = {std::move(base)};
+    out.index = std::move(index);
     return out;
   }
   static ImportValue opaque() { return {}; }
