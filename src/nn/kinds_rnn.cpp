@@ -1,11 +1,14 @@
-// Module kinds: LSTM, GRU and RNN (LibTorch modules), with Python's
-// RNNBase.extra_repr (the nonlinearity not shown, as in Python) and forward:
-// `lstm(x)` / `lstm(x, (h0, c0))` returns (output, (h_n, c_n)); `gru(x)` /
-// `gru(x, h0)` returns (output, h_n).
+// Module kinds: LSTM, GRU and RNN, LSTMCell, GRUCell and RNNCell (LibTorch
+// modules), with Python's extra_repr (RNNBase's shows no nonlinearity) and
+// forward: `lstm(x)` / `lstm(x, (h0, c0))` returns (output, (h_n, c_n));
+// `gru(x)` / `gru(x, h0)` returns (output, h_n); `lstm_cell(x)` /
+// `lstm_cell(x, (h, c))` returns (h', c'); the other cells return h'.
 
 #include "module_kinds.h"
 
 #include <torch/nn/modules/rnn.h>
+
+#include <type_traits>
 
 namespace qfx::nn {
 namespace {
@@ -50,12 +53,47 @@ c10::IValue single_state_forward(torch::nn::Module& m, std::vector<c10::IValue>&
   return c10::ivalue::Tuple::create(output, h);
 }
 
+// Python's RNNCellBase.extra_repr.
+template <typename Impl>
+std::string cell_repr(const torch::nn::Module& m) {
+  const auto& o = as<Impl>(m).options_base;
+  std::string s = std::to_string(o.input_size()) + ", " + std::to_string(o.hidden_size());
+  if (!o.bias()) s += ", bias=False";
+  if constexpr (std::is_same_v<Impl, torch::nn::RNNCellImpl>) {
+    if (c10::get_if<torch::enumtype::kReLU>(&as<Impl>(m).options.nonlinearity())) s += ", nonlinearity='relu'";
+  }
+  return s;
+}
+
+c10::IValue lstm_cell_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
+  const c10::IValue* hx = initial_state(m, in);
+  c10::optional<std::tuple<at::Tensor, at::Tensor>> state;
+  if (hx != nullptr) {
+    auto [h, c] = detail::lstm_state(*hx);
+    state = std::make_tuple(h, c);
+  }
+  auto [h, c] = dynamic_cast<torch::nn::LSTMCellImpl&>(m).forward(in[0].toTensor(), state);
+  return c10::ivalue::Tuple::create(h, c);
+}
+
+template <typename Impl>
+c10::IValue cell_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
+  const c10::IValue* hx = initial_state(m, in);
+  return dynamic_cast<Impl&>(m).forward(in[0].toTensor(), hx ? hx->toTensor() : at::Tensor());
+}
+
 const bool kRegistered = [] {
   detail::add_kind<torch::nn::LSTMImpl>("torch.nn.LSTM", rnn_repr<torch::nn::LSTMImpl>, lstm_forward);
   detail::add_kind<torch::nn::GRUImpl>("torch.nn.GRU", rnn_repr<torch::nn::GRUImpl>,
                                        single_state_forward<torch::nn::GRUImpl>);
   detail::add_kind<torch::nn::RNNImpl>("torch.nn.RNN", rnn_repr<torch::nn::RNNImpl>,
                                        single_state_forward<torch::nn::RNNImpl>);
+  detail::add_kind<torch::nn::LSTMCellImpl>("torch.nn.LSTMCell", cell_repr<torch::nn::LSTMCellImpl>,
+                                            lstm_cell_forward);
+  detail::add_kind<torch::nn::GRUCellImpl>("torch.nn.GRUCell", cell_repr<torch::nn::GRUCellImpl>,
+                                           cell_forward<torch::nn::GRUCellImpl>);
+  detail::add_kind<torch::nn::RNNCellImpl>("torch.nn.RNNCell", cell_repr<torch::nn::RNNCellImpl>,
+                                           cell_forward<torch::nn::RNNCellImpl>);
   return true;
 }();
 

@@ -164,7 +164,7 @@ WeightedConversion weighted_conversion(const WeightedInput& input, const backend
   const backend::BackendPatternConfig* config = detail::module_config(backend, ir::module_type_name(*module));
   if (!config || !detail::supported_by_dtype_configs(*qconfig, config->dtype_configs())) return conversion;
   if (nn::has_reference_rnn(ir::module_type_name(*module))) {  // one observer per weight
-    conversion.reference = nn::reference_lstm_from_float(module, qconfig->weight);
+    conversion.reference = nn::reference_rnn_from_float(module, qconfig->weight);
     return conversion;
   }
   auto fused = std::dynamic_pointer_cast<nn::FusedModuleImpl>(module);

@@ -115,7 +115,7 @@ bool no_dynamic_kernel(const QuantMatch& match, const quant::QConfig& qconfig) {
 }
 
 /// "" unless the pattern's module is one with a reference module in the
-/// BackendConfig that qfx does not implement (GRUCell, LSTMCell, RNNCell),
+/// BackendConfig that qfx does not implement (a custom BackendConfig's),
 /// which then stays float instead of failing in convert.
 std::string unconvertible_module(const ir::Node& node, const ir::GraphModule& gm, const QuantMatch& match) {
   if (node.op() != ir::Opcode::kCallModule || match.config->reference_quantized_module().empty()) return "";

@@ -8,6 +8,7 @@
 
 #include "qfx/nn/quantized_rnn.h"
 
+#include <map>
 #include <unordered_set>
 
 namespace qfx::passes::detail {
@@ -56,17 +57,31 @@ void lower_static_weighted_modules(Lowering& l) {
 /// The dynamic module for `node`: an LSTM's own class (nnqd.LSTM.from_reference), the others from the factories.
 std::shared_ptr<torch::nn::Module> dynamic_module(Lowering& l, const ir::Node& node, const torch::nn::Module& module,
                                                   const ModuleLowering& row) {
-  if (auto* lstm = dynamic_cast<const nn::ReferenceLSTMImpl*>(&module)) {
-    return nn::DynamicQuantizedLSTMImpl::from_reference(*lstm);
+  if (auto* rnn = dynamic_cast<const nn::ReferenceRNNImpl*>(&module)) {
+    return nn::DynamicQuantizedRNNImpl::from_reference(*rnn);
   }
   return l.make_quantized(node, row.quantized_type, std::nullopt);
 }
 
+// Collect, then rewrite: a module called twice (an RNN cell stepped twice)
+// is matched at both calls as the reference module it was before lowering,
+// and lowered once.
 void lower_dynamic_weighted_modules(Lowering& l) {
-  for (ir::Node* node : l.gm.graph().node_list()) {
+  struct Match {
+    ir::Node* node;
+    std::shared_ptr<torch::nn::Module> module;
+    const ModuleLowering* row;
+  };
+  std::vector<Match> matches;
+  for (ir::Node* node : l.gm.graph().nodes()) {
     auto module = l.module(node);
     const ModuleLowering* row = module ? find_module_lowering(dynamic_module_lowerings(), *module) : nullptr;
-    if (row == nullptr || node->args().empty() || !is_dequantize(node->args()[0])) continue;
+    if (row != nullptr) matches.push_back({node, module, row});
+  }
+  std::map<std::string, std::shared_ptr<torch::nn::Module>> lowered;  // by target
+  for (const Match& m : matches) {
+    ir::Node* node = m.node;
+    if (node->args().empty() || !is_dequantize(node->args()[0])) continue;
     ir::Node* dq = node->args()[0].to_node();
     ir::Node* input_q = dq->args()[0].is_node() ? dq->args()[0].to_node() : nullptr;
     if (input_q == nullptr || !is_call(*input_q, ir::Opcode::kCallFunction, "torch.quantize_per_tensor_dynamic")) {
@@ -74,7 +89,8 @@ void lower_dynamic_weighted_modules(Lowering& l) {
     }
     c10::ScalarType compute = input_q->args().at(1).to_dtype();
     if (compute != c10::kQUInt8 && compute != c10::kQInt8 && compute != c10::kHalf) continue;
-    std::shared_ptr<torch::nn::Module> quantized = dynamic_module(l, *node, *module, *row);
+    std::shared_ptr<torch::nn::Module>& quantized = lowered[node->target()];
+    if (!quantized) quantized = dynamic_module(l, *node, *m.module, *m.row);
     if (!quantized) continue;
     l.swap_in(node->target(), quantized);
     node->replace_input_with(dq, input_q->args()[0].to_node());

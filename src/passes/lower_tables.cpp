@@ -40,7 +40,11 @@ const std::vector<ModuleLowering>& static_module_lowerings() {
 const std::vector<ModuleLowering>& dynamic_module_lowerings() {
   static const std::vector<ModuleLowering> kRows = {
       {"torch.ao.nn.quantized.reference.Linear", "torch.ao.nn.quantized.dynamic.Linear"},
+      {"torch.ao.nn.quantized.reference.GRUCell", "torch.ao.nn.quantized.dynamic.GRUCell"},
+      {"torch.ao.nn.quantized.reference.LSTMCell", "torch.ao.nn.quantized.dynamic.LSTMCell"},
+      {"torch.ao.nn.quantized.reference.RNNCell", "torch.ao.nn.quantized.dynamic.RNNCell"},
       {"torch.ao.nn.quantized.reference.LSTM", "torch.ao.nn.quantized.dynamic.LSTM"},
+      {"torch.ao.nn.quantized.reference.GRU", "torch.ao.nn.quantized.dynamic.GRU"},  // PyTorch 2.x's
       {"torch.ao.nn.intrinsic.LinearReLU", "torch.ao.nn.intrinsic.quantized.dynamic.LinearReLU",
        "torch.ao.nn.quantized.reference.Linear"},
   };

@@ -145,7 +145,7 @@ done
 
 "$qfx" backend-config dump qnnpack >"$work/qnnpack.json"
 "$qfx" backend-config check "$work/qnnpack.json" >"$work/check.txt" || fail "check of a dumped config exited $?"
-grep -qF 'valid BackendConfig "qnnpack", 183 patterns' "$work/check.txt" || fail "check summary: $(head -1 "$work/check.txt")"
+grep -qF 'valid BackendConfig "qnnpack", 184 patterns' "$work/check.txt" || fail "check summary: $(head -1 "$work/check.txt")"
 grep -qF '| `torch.nn.Linear` | qint8, w qint8*; quint8, w qint8 | quint8, w qint8; float16, w float16 |  |  | own observer |  |' \
   "$work/check.txt" || fail "check table lacks qnnpack's Linear row"
 grep -qF '| `torch.nn.Embedding` |  |  | w quint8; w quint4x2 |' "$work/check.txt" \

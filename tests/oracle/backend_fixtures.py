@@ -9,6 +9,8 @@ name. Two built-ins need more than 1.13 gives:
     fixed, as upstream did.
   - onednn: 1.13 has none; it is built here from PyTorch 2.x's onednn.py on
     1.13's common op configs, with stand-ins for the classes 1.13 lacks.
+  - every config with RNN op configs lists nn.GRU after nn.LSTM, with its
+    reference module, as PyTorch 2.x does (1.13 has no reference GRU).
 The tutorial's custom backend (my_backend) is there too.
 
 fusion.json, fusion_model.pt, fusion_tensors.pt: conv/linear + batch norm
@@ -269,17 +271,42 @@ def tutorial_backend_config():
             .set_backend_pattern_config(conv_relu_config).set_backend_pattern_config(fused_conv_relu_config))
 
 
+ReferenceGRU = upstream_class('torch.ao.nn.quantized.reference.GRU')
+
+
+def rnn_op_configs_with_gru(original):
+    """PyTorch 2.x's _get_rnn_op_configs: 1.13's, then nn.GRU with its reference module."""
+    def configs(dtype_configs):
+        return original(dtype_configs) + [
+            BackendPatternConfig(nn.GRU).set_observation_type(DIFFERENT).set_dtype_configs(dtype_configs)
+            .set_root_module(nn.GRU).set_reference_quantized_module(ReferenceGRU)]
+    return configs
+
+
 def write_backend_configs():
-    configs = {
-        'native': bc.get_native_backend_config(),
-        'fbgemm': bc.get_fbgemm_backend_config(),
-        'qnnpack': bc.get_qnnpack_backend_config(),
-        'x86': bc_x86.get_x86_backend_config(),
-        'onednn': onednn_backend_config(),
-        'executorch': fixed_executorch_backend_config(),
-        'tensorrt': bc.get_tensorrt_backend_config(),
-        'my_backend': tutorial_backend_config(),
-    }
+    """The configs with 2.x's RNN op configs patched in for the time of writing
+    them (the other fixtures run 1.13's own)."""
+    import torch.ao.quantization.backend_config.fbgemm as bc_fbgemm
+    import torch.ao.quantization.backend_config.native as bc_native
+    import torch.ao.quantization.backend_config.qnnpack as bc_qnnpack
+    modules = (common, bc_native, bc_fbgemm, bc_qnnpack, bc_x86)
+    originals = [m._get_rnn_op_configs for m in modules]
+    for module, original in zip(modules, originals):
+        module._get_rnn_op_configs = rnn_op_configs_with_gru(original)
+    try:
+        configs = {
+            'native': bc.get_native_backend_config(),
+            'fbgemm': bc.get_fbgemm_backend_config(),
+            'qnnpack': bc.get_qnnpack_backend_config(),
+            'x86': bc_x86.get_x86_backend_config(),
+            'onednn': onednn_backend_config(),
+            'executorch': fixed_executorch_backend_config(),
+            'tensorrt': bc.get_tensorrt_backend_config(),
+            'my_backend': tutorial_backend_config(),
+        }
+    finally:
+        for module, original in zip(modules, originals):
+            module._get_rnn_op_configs = original
     with open(os.path.join(OUT, 'backend_configs.json'), 'w') as f:
         json.dump({name: backend_json(c) for name, c in configs.items()}, f, indent=1)
 

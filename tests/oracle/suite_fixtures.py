@@ -364,6 +364,25 @@ class RecurrentOutput(nn.Module):
         return self.fc(self.rnn(x)[0])
 
 
+class Cells(nn.Module):
+    """An LSTMCell and a GRUCell stepped twice from given states, between linears."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.lstm, self.gru, self.fc2 = nn.Linear(4, 4), nn.LSTMCell(4, 6), nn.GRUCell(4, 6), nn.Linear(6, 3)
+
+    def forward(self, x, h, c):
+        x = self.fc1(x)
+        state = self.lstm(x, (h, c))
+        state = self.lstm(x, (state[0], state[1]))
+        g = self.gru(x, self.gru(x, h))
+        return self.fc2(state[0] + g), state[1]
+
+
+def cell_inputs(g):
+    return torch.rand(3, 4, generator=g), torch.rand(3, 6, generator=g), torch.rand(3, 6, generator=g)
+
+
 class Recurrent(nn.Module):
     """nn.LSTM / GRU / RNN between two linears, with or without an initial state."""
 
@@ -637,6 +656,24 @@ CASES = [
      global_qconfig(per_channel_dynamic_qconfig), 'native'),
     ('dynamic_gru', lambda: cq.RNNDynamicModel('GRU'), rand(3, 2, 2), 'dynamic',
      global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_gru_state_2_layers_bidirectional_batch_first',
+     lambda: Recurrent(nn.GRU, True, num_layers=2, bidirectional=True, batch_first=True),
+     recurrent_inputs(2, 2, True), 'dynamic', global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_gru_per_channel', lambda: Recurrent(nn.GRU, False), recurrent_inputs(1, 1, False), 'dynamic',
+     global_qconfig(per_channel_dynamic_qconfig), 'native'),
+    ('dynamic_gru_output', lambda: RecurrentOutput(nn.GRU), rand(5, 2, 4), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_gru_cell', lambda: cq.RNNCellDynamicModel('GRUCell'), rand(3, 2), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_lstm_cell', lambda: cq.RNNCellDynamicModel('LSTMCell'), rand(3, 2), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_rnn_relu_cell', lambda: cq.RNNCellDynamicModel('RNNReLU'), rand(3, 2), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_rnn_tanh_cell', lambda: cq.RNNCellDynamicModel('RNNTanh'), rand(3, 2), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
+    ('dynamic_cells_with_state', Cells, cell_inputs, 'dynamic', global_qconfig(per_channel_dynamic_qconfig),
+     'native'),
+    ('cells_static', Cells, cell_inputs, 'static', onednn, 'native'),
     ('dynamic_lstm_output', lambda: RecurrentOutput(nn.LSTM), rand(5, 2, 4), 'dynamic',
      global_qconfig(default_dynamic_qconfig), 'native'),
     ('gru_output', lambda: RecurrentOutput(nn.GRU), rand(5, 2, 4), 'static', onednn, 'native'),
@@ -659,7 +696,12 @@ TORCHSCRIPT_LOSSES = {
                          'the method as sharing its input observer',
 }
 RNN_RESULT_FLATTENED = 'torch.jit.trace flattens the returned (output, state) tuple into getitems FX does not record'
+CELL_STATE_UNPACKED = ('torch.jit.trace unpacks an LSTMCell\'s (h, c) where the call returns it; FX indexes it '
+                       'where it is read (the same getitems, in another order)')
 TRACE_LOSSES = {
+    'dynamic_cells_with_state': CELL_STATE_UNPACKED,
+    'cells_static': CELL_STATE_UNPACKED,
+    'dynamic_lstm_cell': 'torch.jit.trace unpacks the returned (h, c) tuple into getitems FX does not record',
     'multihead_attention': 'torch.jit.trace keeps only the attention output the model reads, not the (output, '
                            'weights) tuple FX indexes',
     'dynamic_multihead_attention': 'torch.jit.trace keeps only the attention output the model reads, not the '
@@ -677,7 +719,11 @@ TRACE_LOSSES = {
 # Where qfx quantizes more than FX by design: checked for soundness only.
 ENCODER_TRACED = ('qfx traces through nn.TransformerEncoder(Layer), whose Linear layers then quantize, where FX '
                   'keeps every torch.nn module whole and float (docs/divergences.md)')
-QFX_DIFFERS = {'transformer_encoder': ENCODER_TRACED, 'dynamic_transformer_encoder': ENCODER_TRACED}
+GRU_DYNAMIC = ('1.13 has no reference GRU and keeps nn.GRU float; qfx quantizes it dynamically as PyTorch 2.x '
+               'and eager quantize_dynamic do, checked against quantize_dynamic (docs/divergences.md)')
+QFX_DIFFERS = {'transformer_encoder': ENCODER_TRACED, 'dynamic_transformer_encoder': ENCODER_TRACED,
+               'dynamic_gru': GRU_DYNAMIC, 'dynamic_gru_state_2_layers_bidirectional_batch_first': GRU_DYNAMIC,
+               'dynamic_gru_per_channel': GRU_DYNAMIC, 'dynamic_gru_output': GRU_DYNAMIC}
 # Scripted files qfx cannot take, and why.
 NOT_SCRIPTED = {
     'transformer_encoder': 'its scripted forward branches on the input\'s shape (the fast-path checks)',
@@ -775,6 +821,15 @@ def pytorch_flow(case, model, inputs, mode, mapping, backend):
     return record
 
 
+def eager_dynamic_output(case, model, inputs, mapping):
+    """quantize_dynamic's model (eager mode) under the mapping's global qconfig, run on the inputs."""
+    qconfig = mapping.global_qconfig
+    spec = {cls: qconfig for cls in (nn.Linear, nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell, nn.RNNCell)}
+    quantized = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), spec, dtype=torch.qint8)
+    with torch.no_grad():
+        return save_output(case, 'eager_dynamic', quantized(*fresh(inputs)))
+
+
 def write_case(case, cls, make_input, mode, make_mapping, backend_name):
     torch.manual_seed(0)
     model = cls().eval()
@@ -791,6 +846,8 @@ def write_case(case, cls, make_input, mode, make_mapping, backend_name):
         record['torchscript_differs'] = TORCHSCRIPT_LOSSES[case]
     if case in QFX_DIFFERS:
         record['qfx_differs'] = QFX_DIFFERS[case]
+    if QFX_DIFFERS.get(case) == GRU_DYNAMIC:
+        record['eager_dynamic_output'] = eager_dynamic_output(case, model, inputs, mapping)
     with torch.no_grad():
         record['float_output'] = save_output(case, 'float', model(*fresh(inputs)))
     torch.backends.quantized.engine = engine

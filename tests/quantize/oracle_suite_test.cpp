@@ -204,6 +204,10 @@ TEST_P(OracleSuite, MatchesPyTorch) {
     // No PyTorch model to compare with: qfx's must stay close to float.
     c10::IValue float_output = io::load_value(test::fixture(c.record["float_output"]));
     EXPECT_GE(sqnr_db(lowered, float_output), 20.0) << c.why_sound_only();
+    if (c.record.contains("eager_dynamic_output")) {  // what eager mode's quantize_dynamic computes
+      c10::IValue eager = io::load_value(test::fixture(c.record["eager_dynamic_output"]));
+      EXPECT_EQ(test::max_abs_error(lowered, eager), 0.0) << "quantize_dynamic's output";
+    }
     return;
   }
   expect_same_nodes(gm->graph(), c.record["lowered"], !c.scripted, "lowered");

@@ -204,8 +204,8 @@ void add_quantize_command(CLI::App& app, Action& action) {
                   "PrepareCustomConfig JSON (PyTorch's to_dict() keys): standalone and non-traceable modules, "
                   "input/output_quantized_idxs, preserved_attributes (kept in the output file)");
   cmd->add_flag("--dynamic", o->dynamic,
-                "dynamic quantization (default_dynamic_qconfig) of what the backend quantizes dynamically: Linear "
-                "layers; the rest stays float; no calibration");
+                "dynamic quantization (default_dynamic_qconfig) of what the backend quantizes dynamically: Linear, "
+                "LSTM, GRU and the RNN cells; the rest stays float; no calibration");
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings")->check(output_file());
   cmd->add_option("--report-html", o->report_html,

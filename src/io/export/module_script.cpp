@@ -454,22 +454,66 @@ std::string recurrent_forward(const Emit& e, const std::string& type) {
                            o.dropout(), op, "[" + params + "]", ""});
 }
 
+/// The forward of a cell (LSTMCell, GRUCell, RNNCell; float or dynamic) as
+/// Python's on a batched input: zeros as the state unless one is given, then
+/// `op(input, state, args)`.
+std::string cell_source(const nn::RecurrentShape& s, const std::string& op, const std::string& args) {
+  std::string zeros = "torch.zeros([input.size(0), " + std::to_string(s.hidden_size) + "], dtype=input.dtype)";
+  bool lstm = s.is_lstm();
+  std::string state_type = lstm ? "Optional[Tuple[Tensor, Tensor]]" : "Optional[Tensor]";
+  return "def forward(self, input, hx: " + state_type + "=None):\n" +
+         "    if hx is None:\n" +
+         "        zeros = " + zeros + "\n" +
+         "        state = " + (lstm ? "(zeros, zeros)" : "zeros") + "\n" +
+         "    else:\n" +
+         "        state = hx\n" +
+         "    return " + op + "(input, " + (lstm ? "[state[0], state[1]]" : "state") + ", " + args + ")\n";
+}
+
+/// A float cell's forward: ATen's lstm_cell / gru_cell / rnn_tanh_cell / rnn_relu_cell.
+std::string float_cell_forward(const Emit& e) {
+  nn::RecurrentShape s = nn::recurrent_shape(e.m);
+  std::string kind = s.is_lstm() ? "lstm" : s.float_type == "torch.nn.GRUCell" ? "gru" : s.relu ? "rnn_relu" : "rnn_tanh";
+  return cell_source(s, "torch." + kind + "_cell",
+                     e.param("weight_ih") + ", " + e.param("weight_hh") + ", " + e.param("bias_ih") + ", " +
+                         e.param("bias_hh"));
+}
+
 /// `self.<path>` of a submodule of class `__torch__.torch.ao.nn.quantized.
-/// dynamic.LSTM` holding the cell params, whose forward is nnqd.LSTM's.
-std::string dynamic_lstm_submodule(const nn::DynamicQuantizedLSTMImpl& q, const Emit& e) {
-  const torch::nn::LSTMOptions& o = q.options();
-  torch::jit::Module sub = e.attrs.new_module("torch.ao.nn.quantized.dynamic.LSTM");
+/// dynamic.<X>` whose forward is nnqd.X's: LSTM and GRU hold their cell
+/// params (`_all_weight_values`), cells their packed weights and biases.
+std::string dynamic_rnn_submodule(const nn::DynamicQuantizedRNNImpl& q, const Emit& e) {
+  const nn::RecurrentShape& s = q.shape();
+  torch::jit::Module sub = e.attrs.new_module("torch.ao.nn.quantized.dynamic." + s.float_type.substr(9));
   mark_eval(sub);
-  sub.register_attribute("_all_weight_values", c10::ListType::create(q.cell_params().elementType()), q.cell_params());
-  define_forward(sub, recurrent_source({true, o.num_layers(), o.hidden_size(), o.bias(), o.bidirectional(),
-                                        o.batch_first(), o.dropout(), "quantized_lstm", "self._all_weight_values",
-                                        ", dtype=" + std::to_string(static_cast<int>(c10::kQInt8)) +
-                                            ", use_dynamic=True"}));
+  std::string source;
+  if (s.is_cell()) {
+    const std::vector<c10::IValue>& packed = q.packed_weights();
+    sub.register_attribute("_packed_weight_ih", packed[0].type(), packed[0]);
+    sub.register_attribute("_packed_weight_hh", packed[1].type(), packed[1]);
+    sub.register_attribute("bias_ih", c10::TensorType::get(), q.bias_ih());
+    sub.register_attribute("bias_hh", c10::TensorType::get(), q.bias_hh());
+    source = cell_source(s, "torch.ops." + nn::dynamic_cell_op(s).replace(9, 2, "."),
+                         "self._packed_weight_ih, self._packed_weight_hh, self.bias_ih, self.bias_hh");
+  } else {
+    sub.register_attribute("_all_weight_values", c10::ListType::create(q.cell_params().elementType()),
+                           q.cell_params());
+    std::string extra = s.is_lstm() ? ", dtype=" + std::to_string(static_cast<int>(c10::kQInt8)) + ", use_dynamic=True"
+                                    : "";
+    source = recurrent_source({s.is_lstm(), s.num_layers, s.hidden_size, s.bias, s.bidirectional, s.batch_first,
+                               s.dropout, s.is_lstm() ? "quantized_lstm" : "quantized_gru", "self._all_weight_values",
+                               extra});
+  }
+  define_forward(sub, source);
   return e.attrs.add(e.path, sub._ivalue());
 }
 
 bool is_recurrent(const std::string& type) {
   return type == "torch.nn.LSTM" || type == "torch.nn.GRU" || type == "torch.nn.RNN";
+}
+
+bool is_cell(const std::string& type) {
+  return type == "torch.nn.LSTMCell" || type == "torch.nn.GRUCell" || type == "torch.nn.RNNCell";
 }
 
 /// `self.<name>` of a submodule of class `__torch__.<type>` that computes the
@@ -479,8 +523,9 @@ std::string float_submodule(const Emit& e, const std::string& type) {
   Inputs names;
   for (size_t i = 0; i < e.in.size(); ++i) names.push_back(i == 0 ? "input" : "input_" + std::to_string(i));
   ScriptAttrs own(e.attrs.unit());  // the submodule's own attributes
-  std::string forward = is_recurrent(type) ? recurrent_forward(Emit{e.m, "", names, own}, type) : "";
-  std::string body = forward.empty() ? float_expression(Emit{e.m, "", names, own}, type) : "";
+  Emit inner{e.m, "", names, own};
+  std::string forward = is_recurrent(type) ? recurrent_forward(inner, type) : is_cell(type) ? float_cell_forward(inner) : "";
+  std::string body = forward.empty() ? float_expression(inner, type) : "";
   torch::jit::Module sub = e.attrs.new_module(type);
   mark_eval(sub);
   auto params = e.m.named_parameters(/*recurse=*/false);
@@ -511,12 +556,12 @@ std::string module_expression(const torch::nn::Module& module, const std::string
   if (auto* nested = dynamic_cast<const nn::NestedGraphModuleImpl*>(&module)) {
     return call_expression(attrs.add(path, nested_script_module(nested->graph_module(), path)) + ".forward", inputs);
   }
-  if (auto* lstm = dynamic_cast<const nn::DynamicQuantizedLSTMImpl*>(&module)) {
-    return call_expression(dynamic_lstm_submodule(*lstm, e) + ".forward", inputs);
+  if (auto* rnn = dynamic_cast<const nn::DynamicQuantizedRNNImpl*>(&module)) {
+    return call_expression(dynamic_rnn_submodule(*rnn, e) + ".forward", inputs);
   }
-  if (auto* ref = dynamic_cast<const nn::ReferenceLSTMImpl*>(&module)) {  // the LSTM on its dequantized weights
-    return call_expression(float_submodule(Emit{*ref->dequantized(), path, inputs, attrs}, "torch.nn.LSTM") + ".forward",
-                           inputs);
+  if (auto* ref = dynamic_cast<const nn::ReferenceRNNImpl*>(&module)) {  // the float module on its dequantized weights
+    Emit dequantized{*ref->dequantized(), path, inputs, attrs};
+    return call_expression(float_submodule(dequantized, ref->shape().float_type) + ".forward", inputs);
   }
   if (auto* ref = dynamic_cast<const nn::ReferenceModuleImpl*>(&module)) {
     Emit inner{*ref->float_module(), path, inputs, attrs};

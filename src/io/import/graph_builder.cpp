@@ -211,9 +211,38 @@ int forward_input(const torch::jit::Graph& graph, const torch::jit::Value* value
   return -1;
 }
 
+/// A traced cell runs its op decomposed: `linear(input, weight_ih)`,
+/// `linear(h, weight_hh)`, then c for an LSTMCell. The forward's inputs in
+/// the order (input, h[, c]); `args` unchanged when that cannot be read.
+std::vector<ImportValue> traced_cell_order(const torch::jit::Graph& graph, std::vector<ImportValue> args) {
+  std::vector<int> order;
+  for (const char* weight : {"weight_ih", "weight_hh"}) {
+    for (const torch::jit::Node* n : graph.nodes()) {
+      if (n->kind() != c10::aten::linear) continue;
+      const torch::jit::Node* w = n->input(1)->node();
+      if (w->kind() != c10::prim::GetAttr || w->s(c10::attr::name) != weight) continue;
+      order.push_back(forward_input(graph, n->input(0)));
+      break;
+    }
+  }
+  if (order.size() != 2 || order[0] < 0 || order[1] < 0) return args;
+  for (int i = 0; i < static_cast<int>(args.size()); ++i) {
+    if (i != order[0] && i != order[1]) order.push_back(i);
+  }
+  std::vector<ImportValue> ordered;
+  for (int i : order) ordered.push_back(args.at(static_cast<size_t>(i)));
+  return ordered;
+}
+
+bool is_cell_class(const std::string& python_class) {
+  return python_class == "torch.nn.modules.rnn.LSTMCell" || python_class == "torch.nn.modules.rnn.GRUCell" ||
+         python_class == "torch.nn.modules.rnn.RNNCell";
+}
+
 /// `args` of a call of a leaf's `forward`, in its Python signature's order.
 std::vector<ImportValue> python_order(const torch::jit::Graph& graph, const std::string& python_class,
                                       std::vector<ImportValue> args) {
+  if (is_cell_class(python_class) && args.size() > 1) return traced_cell_order(graph, std::move(args));
   auto row = std::find_if(leaf_signatures().begin(), leaf_signatures().end(),
                           [&](const LeafSignature& r) { return python_class == r.python_class; });
   if (row == leaf_signatures().end()) return args;
@@ -241,9 +270,9 @@ const std::map<std::string, std::string>& recurrent_ops() {
 
 /// A traced recurrent module's forward returns only the outputs its caller
 /// uses, flat and in an order of the tracer's: LSTM's (output, (h_n, c_n))
-/// may come back as (h, c, output), or as `output` alone. Which of the
-/// aten op's outputs (0 output, 1 h_n, 2 c_n) each returned value is;
-/// empty when the forward is not such a trace.
+/// may come back as (h, c, output), or as `output` alone. Which of the aten
+/// op's outputs (0 output, 1 h_n, 2 c_n) each returned value is; empty when
+/// the forward is not such a trace.
 std::vector<size_t> traced_recurrent_outputs(const torch::jit::Graph& forward, const std::string& python_class) {
   auto op = recurrent_ops().find(python_class);
   if (op == recurrent_ops().end()) return {};
@@ -307,12 +336,18 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string
   while (!args.empty() && args.size() < schema.size() && is_default(schema[args.size()], args.back())) args.pop_back();
   std::string python_class = python_class_name(*module.module);
   std::vector<size_t> outputs = traced_recurrent_outputs(*forward.graph(), python_class);
-  bool lstm = python_class == "torch.nn.modules.rnn.LSTM";
-  if (lstm && !outputs.empty() && args.size() == 3) {
+  bool lstm = python_class == "torch.nn.modules.rnn.LSTM";  // returns (output, (h, c))
+  bool lstm_cell = python_class == "torch.nn.modules.rnn.LSTMCell";  // takes (h, c) too
+  if (lstm_cell && forward.graph()->outputs().at(0)->type()->kind() == c10::TypeKind::TensorType) {
+    walker_.fail("a traced LSTMCell whose caller reads only one of (h, c): the trace does not record which; "
+                 "trace the model with both read, or script it");
+  }
+  args = python_order(*forward.graph(), python_class, std::move(args));
+  if (((lstm && !outputs.empty()) || lstm_cell) && args.size() == 3) {
     args = {args[0], ImportValue::of_sequence(ImportValue::Kind::kTuple, {args[1], args[2]})};
   }
   std::vector<ir::Argument> fx_args;
-  for (const ImportValue& a : python_order(*forward.graph(), python_class, std::move(args))) fx_args.push_back(to_argument(a));
+  for (const ImportValue& a : args) fx_args.push_back(to_argument(a));
   // QuantizationTracer records a leaf's own call under the leaf's scope.
   ir::Node* node = gm_.graph().call_module(path, std::move(fx_args));
   node->meta()[ir::kScopeMeta] = ir::NodeScope{path, nn::python_class_of(*gm_.get_submodule(path))};

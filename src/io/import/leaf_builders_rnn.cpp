@@ -1,14 +1,16 @@
-// Leaf builders for the recurrent modules: LSTM, GRU, RNN (tanh or relu).
-// Sizes come from the weights, the other hyper-parameters from the leaf's
-// aten::lstm / gru / rnn_tanh / rnn_relu op (the `.input` overload, whose
-// arguments are input, hx, params, has_biases, num_layers, dropout, train,
-// bidirectional, batch_first).
+// Leaf builders for the recurrent modules: LSTM, GRU, RNN (tanh or relu)
+// and their cells. Sizes come from the weights; a layer's other
+// hyper-parameters from the leaf's aten::lstm / gru / rnn_tanh / rnn_relu op
+// (the `.input` overload, whose arguments are input, hx, params, has_biases,
+// num_layers, dropout, train, bidirectional, batch_first); a cell's bias from
+// its parameters.
 
 #include "leaf_modules.h"
 
 #include <torch/nn/modules/rnn.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace qfx::io::detail {
 namespace {
@@ -72,6 +74,30 @@ ModulePtr rnn(const Leaf& leaf) {
   return m;
 }
 
+/// A trace runs a cell's ATen op decomposed (linear, chunk, sigmoid, ...); a
+/// scripted forward calls it (aten::rnn_relu_cell). Either way an RNNCell
+/// with nonlinearity='relu' is the one that applies relu.
+bool applies_relu(const Leaf& leaf) {
+  for (const ProbedOp& op : leaf.ops()) {
+    if (op.kind == "aten::rnn_relu_cell" || op.kind == "aten::relu" || op.kind == "aten::relu_") return true;
+  }
+  return false;
+}
+
+template <typename Impl, typename Options, int64_t gates>
+ModulePtr cell(const Leaf& leaf) {
+  at::Tensor w = leaf.tensor("weight_ih");
+  TORCH_CHECK(w.defined(), "its parameter weight_ih is missing");
+  Options o(w.size(1), w.size(0) / gates);
+  o.bias(leaf.tensor("bias_ih").defined());
+  if constexpr (std::is_same_v<Impl, torch::nn::RNNCellImpl>) {
+    if (applies_relu(leaf)) o.nonlinearity(torch::kReLU);
+  }
+  auto m = std::make_shared<Impl>(o);
+  copy_parameters(leaf, *m);
+  return m;
+}
+
 }  // namespace
 
 const std::vector<LeafRow>& rnn_leaf_rows() {
@@ -79,6 +105,9 @@ const std::vector<LeafRow>& rnn_leaf_rows() {
       {"torch.nn.modules.rnn.LSTM", lstm},
       {"torch.nn.modules.rnn.GRU", gru},
       {"torch.nn.modules.rnn.RNN", rnn},
+      {"torch.nn.modules.rnn.LSTMCell", cell<torch::nn::LSTMCellImpl, torch::nn::LSTMCellOptions, 4>},
+      {"torch.nn.modules.rnn.GRUCell", cell<torch::nn::GRUCellImpl, torch::nn::GRUCellOptions, 3>},
+      {"torch.nn.modules.rnn.RNNCell", cell<torch::nn::RNNCellImpl, torch::nn::RNNCellOptions, 1>},
   };
   return kRows;
 }
