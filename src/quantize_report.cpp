@@ -66,7 +66,12 @@ nlohmann::json weight_qparams(const ir::GraphModule& gm, const ir::Node& n, cons
   const at::Tensor* weight = params.find("weight");
   if (weight == nullptr) return nullptr;
   std::shared_ptr<quant::ActivationPostProcess> obs = qconfig.weight.make();
-  obs->forward(weight->detach());
+  try {
+    obs->forward(weight->detach());
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, "%", n.name(), " (", ir::module_type_name(*module), "): its weight observer ",
+                ir::module_type_name(*obs), ": ", e.what_without_backtrace());
+  }
   return qparams_json(*obs);
 }
 

@@ -35,13 +35,17 @@ const c10::IValue* initial_state(const torch::nn::Module& m, const std::vector<c
   return in.size() == 2 && !in[1].isNone() ? &in[1] : nullptr;
 }
 
-c10::IValue lstm_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
+/// An LSTM's or LSTMCell's optional `(h, c)` as LibTorch's forward takes it.
+c10::optional<std::tuple<at::Tensor, at::Tensor>> lstm_initial_state(const torch::nn::Module& m,
+                                                                     const std::vector<c10::IValue>& in) {
   const c10::IValue* hx = initial_state(m, in);
-  c10::optional<std::tuple<at::Tensor, at::Tensor>> state;
-  if (hx != nullptr) {
-    auto [h, c] = detail::lstm_state(*hx);
-    state = std::make_tuple(h, c);
-  }
+  if (hx == nullptr) return c10::nullopt;
+  auto [h, c] = detail::lstm_state(*hx);
+  return std::make_tuple(h, c);
+}
+
+c10::IValue lstm_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
+  auto state = lstm_initial_state(m, in);
   auto [output, hc] = dynamic_cast<torch::nn::LSTMImpl&>(m).forward(in[0].toTensor(), state);
   return c10::ivalue::Tuple::create(output, c10::ivalue::Tuple::create(std::get<0>(hc), std::get<1>(hc)));
 }
@@ -66,12 +70,7 @@ std::string cell_repr(const torch::nn::Module& m) {
 }
 
 c10::IValue lstm_cell_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
-  const c10::IValue* hx = initial_state(m, in);
-  c10::optional<std::tuple<at::Tensor, at::Tensor>> state;
-  if (hx != nullptr) {
-    auto [h, c] = detail::lstm_state(*hx);
-    state = std::make_tuple(h, c);
-  }
+  auto state = lstm_initial_state(m, in);
   auto [h, c] = dynamic_cast<torch::nn::LSTMCellImpl&>(m).forward(in[0].toTensor(), state);
   return c10::ivalue::Tuple::create(h, c);
 }

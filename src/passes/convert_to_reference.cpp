@@ -190,11 +190,16 @@ class WeightedConversions {
     conversions_ = std::make_unique<ir::detail::Beside<WeightedConversion>>(
         inputs_.size(), [this](size_t i) { return weighted_conversion(inputs_[i], backend_); });
   }
-  /// The conversion of `node`: worked out beside, else now.
+  /// The conversion of `node`: worked out beside, else now; an error names the node.
   WeightedConversion of(const ir::GraphModule& gm, const ir::Node& node) {
-    auto it = index_.find(&node);
-    if (it == index_.end()) return weighted_conversion(weighted_input(gm, node), backend_);
-    return conversions_->take(it->second);
+    try {
+      auto it = index_.find(&node);
+      if (it == index_.end()) return weighted_conversion(weighted_input(gm, node), backend_);
+      return conversions_->take(it->second);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, "%", node.name(), " (", ir::module_type_name(*gm.get_submodule(node.target())),
+                  "): ", e.what_without_backtrace());
+    }
   }
 
  private:

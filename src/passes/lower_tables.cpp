@@ -191,18 +191,22 @@ const NodeList& default_nodes() {
 
 namespace {
 
+// 1.13's list without max_pool3d / MaxPool3d: LibTorch has no quantized
+// max_pool3d kernel, so they stay float between dequantize and quantize
+// (the same values: max commutes with the monotonic dequantization;
+// docs/divergences.md).
 const NodeList& copy_nodes() {
   static const NodeList kList = {
       {"torch.nn.functional.adaptive_avg_pool1d", "torch.nn.functional.adaptive_avg_pool2d",
        "torch.nn.functional.adaptive_avg_pool3d", "torch.nn.functional.hardtanh", "torch.nn.functional.hardtanh_",
        "torch.nn.functional.interpolate", "torch.nn.functional.max_pool1d", "torch.nn.functional.max_pool2d",
-       "torch.nn.functional.max_pool3d", "torch.nn.functional.relu", "torch.nn.functional.relu6",
+       "torch.nn.functional.relu", "torch.nn.functional.relu6",
        "torch.nn.functional.avg_pool1d", "torch.nn.functional.avg_pool2d", "torch.nn.functional.avg_pool3d",
        "torch.clamp", "torch.flatten", "torch.mean", "operator.floordiv"},
       {"clamp", "mean", "relu", "relu_"},
       {"torch.nn.AdaptiveAvgPool1d", "torch.nn.AdaptiveAvgPool2d", "torch.nn.AdaptiveAvgPool3d", "torch.nn.AvgPool1d",
        "torch.nn.AvgPool2d", "torch.nn.AvgPool3d", "torch.nn.Hardtanh", "torch.nn.MaxPool1d", "torch.nn.MaxPool2d",
-       "torch.nn.MaxPool3d", "torch.nn.ReLU", "torch.nn.ReLU6"}};
+       "torch.nn.ReLU", "torch.nn.ReLU6"}};
   return kList;
 }
 

@@ -52,6 +52,18 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+/// Runs `pass`; an error that names no node (`%conv`) gets the pass's name,
+/// so no bare ATen message leaves a pass.
+bool run_naming_the_pass(const PassInfo& pass, ir::GraphModule& gm, const PassOptions& options) {
+  try {
+    return pass.run(gm, options);
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    if (what.find('%') != std::string::npos || what.rfind(pass.name, 0) == 0) throw;
+    TORCH_CHECK(false, pass.name, ": ", what);
+  }
+}
+
 }  // namespace
 
 bool PassManager::run(ir::GraphModule& gm, const PassOptions& options) const {
@@ -59,7 +71,7 @@ bool PassManager::run(ir::GraphModule& gm, const PassOptions& options) const {
   for (const PassInfo* pass : passes_) {
     PassTime time{pass->name};
     Clock::time_point start = Clock::now();
-    changed = pass->run(gm, options) || changed;
+    changed = run_naming_the_pass(*pass, gm, options) || changed;
     time.seconds = seconds_since(start);
     if (lint_) {
       start = Clock::now();

@@ -245,6 +245,14 @@ expect_error 1 "calibration data '.*calib_bad_shape.pt' batch 0: .*conv1" -- qua
 expect_error 1 "calibration data '.*calib_nan.pt' batch 0 holds NaN" -- quantize "$fixtures/resnet18.pt" \
   -o "$work/bad.pt" --calib "$work/calib_nan.pt"
 expect_error 1 "needs calibration data" -- quantize "$fixtures/resnet18.pt" -o "$work/bad.pt"
+# an error inside a pass or the report names the node, never a bare ATen message
+cat >"$work/bad_axis.json" <<'JSON'
+{"": {"activation": {"type": "MinMaxObserver"},
+      "weight": {"type": "PerChannelMinMaxObserver", "args": {"ch_axis": 5, "dtype": "torch.qint8",
+                                                               "qscheme": "torch.per_channel_symmetric"}}}}
+JSON
+expect_error 1 "^qfx: error: %conv1 \(torch.nn.Conv2d\): its weight observer .*PerChannelMinMaxObserver: ch_axis 5 is out of range for a 4-d tensor$" -- \
+  quantize "$fixtures/resnet18.pt" -o "$work/bad.pt" --calib "$work/calib.pt" --calib-batches 1 -q --qconfig "$work/bad_axis.json"
 expect_error 1 "missing_calib.pt" -- quantize "$fixtures/resnet18.pt" -o "$work/bad.pt" --calib "$work/missing_calib.pt"
 echo '{"global": {"activation": {"type": "NoSuchObserver"}}}' >"$work/bad_qconfig.json"
 expect_error 1 "bad_qconfig.json" -- quantize "$fixtures/resnet18.pt" -o "$work/bad.pt" --calib "$work/calib.pt" \

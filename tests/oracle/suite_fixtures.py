@@ -364,6 +364,18 @@ class RecurrentOutput(nn.Module):
         return self.fc(self.rnn(x)[0])
 
 
+class MaxPool3d(nn.Module):
+    """Conv3d, MaxPool3d, F.max_pool3d: 1.13's lowered model runs max_pool3d on a quantized tensor, which
+    LibTorch has no kernel for."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.pool, self.conv2 = nn.Conv3d(3, 4, 1), nn.MaxPool3d(2), nn.Conv3d(4, 4, 1)
+
+    def forward(self, x):
+        return self.conv2(F.max_pool3d(self.pool(self.conv1(x)), 1))
+
+
 class Cells(nn.Module):
     """An LSTMCell and a GRUCell stepped twice from given states, between linears."""
 
@@ -576,6 +588,7 @@ CASES = [
     ('resize_shuffle_ops', ResizeShuffleOps, rand(1, 4, 4, 4), 'static', onednn, 'native'),
     ('conv1d', lambda: ConvNd(nn.Conv1d, 1), rand(2, 3, 10), 'static', onednn, 'native'),
     ('conv3d', lambda: ConvNd(nn.Conv3d, 3), IMG3, 'static', onednn, 'native'),
+    ('max_pool3d', MaxPool3d, IMG3, 'static', onednn, 'native'),
     ('conv_transpose1d', lambda: ConvNd(nn.ConvTranspose1d, 1), rand(2, 3, 10), 'static', per_tensor_transposed,
      'native'),
     ('functional_conv1d', lambda: FunctionalConvNd(F.conv1d, 1), rand(2, 3, 10), 'static', onednn, 'native'),
@@ -870,6 +883,7 @@ def write_all(out):
     ob.HistogramObserver.forward = quant_fixtures.FixedHistogramObserver.forward
     flow_fixtures.patch_reference_conv_padding()
     flow_fixtures.patch_prelu_lowering()
+    flow_fixtures.patch_max_pool3d_lowering()
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')  # the models' own (AssertWarn) and PyTorch's deprecations
         records = [write_case(*case) for case in CASES]

@@ -212,7 +212,12 @@ void export_torchscript(const ir::GraphModule& gm, const std::string& path, cons
   check_output(path, options);  // before the work of scripting the module
   torch::jit::Module module = script_module(gm, "__torch__.qfx.ExportedModule");
   std::ostringstream archive;
-  module.save(archive);
+  try {
+    module.save(archive);
+  } catch (const c10::Error& e) {  // qnnpack cannot unpack the Conv1d/Conv3d weights it packed
+    TORCH_CHECK(false, "export: LibTorch cannot save the packed weights of this engine: ", e.what_without_backtrace(),
+                " (export with --engine onednn)");
+  }
   write_output(path, archive.str(), options);
 }
 
