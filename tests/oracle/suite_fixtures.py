@@ -709,9 +709,14 @@ TORCHSCRIPT_LOSSES = {
                          'the method as sharing its input observer',
 }
 RNN_RESULT_FLATTENED = 'torch.jit.trace flattens the returned (output, state) tuple into getitems FX does not record'
+# (A scripted encoder branches on its input: qfx keeps it whole, as FX does.)
+ENCODER_TRACED = ('qfx traces through a traced nn.TransformerEncoder(Layer), whose Linear layers then quantize, '
+                  'where FX keeps every torch.nn module whole and float (docs/divergences.md)')
 CELL_STATE_UNPACKED = ('torch.jit.trace unpacks an LSTMCell\'s (h, c) where the call returns it; FX indexes it '
                        'where it is read (the same getitems, in another order)')
 TRACE_LOSSES = {
+    'transformer_encoder': ENCODER_TRACED,
+    'dynamic_transformer_encoder': ENCODER_TRACED,
     'dynamic_cells_with_state': CELL_STATE_UNPACKED,
     'cells_static': CELL_STATE_UNPACKED,
     'dynamic_lstm_cell': 'torch.jit.trace unpacks the returned (h, c) tuple into getitems FX does not record',
@@ -730,17 +735,12 @@ TRACE_LOSSES = {
 }
 
 # Where qfx quantizes more than FX by design: checked for soundness only.
-ENCODER_TRACED = ('qfx traces through nn.TransformerEncoder(Layer), whose Linear layers then quantize, where FX '
-                  'keeps every torch.nn module whole and float (docs/divergences.md)')
 GRU_DYNAMIC = ('1.13 has no reference GRU and keeps nn.GRU float; qfx quantizes it dynamically as PyTorch 2.x '
                'and eager quantize_dynamic do, checked against quantize_dynamic (docs/divergences.md)')
-QFX_DIFFERS = {'transformer_encoder': ENCODER_TRACED, 'dynamic_transformer_encoder': ENCODER_TRACED,
-               'dynamic_gru': GRU_DYNAMIC, 'dynamic_gru_state_2_layers_bidirectional_batch_first': GRU_DYNAMIC,
+QFX_DIFFERS = {'dynamic_gru': GRU_DYNAMIC, 'dynamic_gru_state_2_layers_bidirectional_batch_first': GRU_DYNAMIC,
                'dynamic_gru_per_channel': GRU_DYNAMIC, 'dynamic_gru_output': GRU_DYNAMIC}
 # Scripted files qfx cannot take, and why.
 NOT_SCRIPTED = {
-    'transformer_encoder': 'its scripted forward branches on the input\'s shape (the fast-path checks)',
-    'dynamic_transformer_encoder': 'its scripted forward branches on the input\'s shape (the fast-path checks)',
     'window_mask_assignment': 'TorchScript compiles `mask[a:b, c:d] = 1.0` to copy_ from a tensor made with the '
                               'view\'s dtype and device, which qfx does not read back as an assignment',
 }

@@ -107,6 +107,14 @@ bool traced_through(const std::string& python_class) {
   return containers.count(python_class) != 0;
 }
 
+/// True when a graph branches or loops (a scripted forward; a trace never does).
+bool has_control_flow(const torch::jit::Graph& graph) {
+  for (const torch::jit::Node* node : graph.nodes()) {
+    if (node->kind() == c10::prim::If || node->kind() == c10::prim::Loop) return true;
+  }
+  return false;
+}
+
 bool is_leaf_module(const std::string& python_class) {
   bool under_nn = python_class.rfind("torch.nn.", 0) == 0 || python_class.rfind("torch.ao.nn.", 0) == 0;
   return under_nn && !traced_through(python_class);
@@ -137,6 +145,15 @@ ImportValue GraphBuilder::call_module(const ImportValue& module, const std::stri
   // FX calls a leaf module's forward (a trace's second call of a module is
   // `forward1`); any other method, FloatFunctional's add included, it traces through.
   if (is_forward(method) && (is_leaf_module(type) || built_leaves_.count(module.path) > 0)) {
+    return leaf_call(module, method, std::move(args));
+  }
+  // A scripted transformer container branches on its input (the fast-path checks): kept whole, float
+  if (is_forward(method) && traced_through(type) && has_control_flow(*module.module->get_method(method).graph())) {
+    TORCH_WARN("import: module '", module.path, "' (", public_type_name(type),
+               ") is scripted with control flow: it runs as TorchScript and stays float (trace the model to "
+               "quantize its layers)");
+    gm_.add_submodule(module.path, std::make_shared<nn::ScriptModuleImpl>(*module.module, public_type_name(type)));
+    built_leaves_.insert(module.path);
     return leaf_call(module, method, std::move(args));
   }
   if (auto whole = kept_whole(module, type)) {
