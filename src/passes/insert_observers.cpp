@@ -100,6 +100,8 @@ struct PrepareContext {
   detail::WeightArgs weight_args;
   std::unordered_set<const QuantMatch*> rejected;  // warned about once
   std::unordered_map<const ir::Node*, bool> python_numbers;
+  // warnings of tensors that stay float because a shape op reads them as sizes: one line for all
+  std::vector<std::string> shape_argument_warnings;
 };
 
 /// A dynamic qconfig asks for dynamic quantization where the backend has it:
@@ -139,8 +141,22 @@ bool supported(PrepareContext& ctx, const ir::Node& node, const QuantMatch& matc
   for (ir::Node* n : match.nodes) n->meta()[kFloatReasonMeta] = why;
   if (ctx.options.explain) *ctx.options.explain << "%" << match.last->name() << " stays float: " << why << "\n";
   if (expected) return false;
-  TORCH_WARN("prepare: %", match.last->name(), " (", match.config->pattern().str(), ") stays float: ", why);
+  std::string warning = "%" + match.last->name() + " (" + match.config->pattern().str() + ") stays float: " + why;
+  if (ctx.dtypes.at(match.root).set_by != nullptr) {
+    ctx.shape_argument_warnings.push_back(warning);
+  } else {
+    TORCH_WARN("prepare: ", warning);
+  }
   return false;
+}
+
+/// The shape-argument warnings: one as it is, several as one line (the
+/// report gives each node's reason).
+void warn_shape_arguments(const std::vector<std::string>& warnings) {
+  if (warnings.size() == 1) TORCH_WARN("prepare: ", warnings[0]);
+  if (warnings.size() <= 1) return;
+  TORCH_WARN("prepare: ", warnings.size(), " nodes whose values a shape op reads as sizes stay float, the first: ",
+             warnings[0]);
 }
 
 void observe_output(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::Node& node, const QuantMatch& match,
@@ -335,6 +351,7 @@ bool insert_observers(ir::GraphModule& gm, const PassOptions& options) {
       prepare_node(ctx, inserter, *node);
     }
   }
+  warn_shape_arguments(ctx.shape_argument_warnings);
   gm.rebuild_module_tree();  // as PyTorch's ObservedGraphModule(model, graph)
   return gm.graph().size() != size_before;
 }

@@ -117,6 +117,26 @@ TEST(InsertObservers, ValueFeedingAShapeArgumentStaysFloatNamingTheShapeOp) {
   EXPECT_EQ(all.find("%size"), std::string::npos) << all;
 }
 
+TEST(InsertObservers, ValuesFeedingShapeArgumentsGiveOneWarning) {
+  // a transformer reads many sizes: one line for all, the report has each node's reason
+  auto gm = std::make_unique<ir::GraphModule>(ir::make_container_module(), ir::parse_graph(R"(graph():
+    %x : [num_users=3] = placeholder[target=x]
+    %contiguous : [num_users=1] = call_method[target=contiguous](args = (%x,), kwargs = {})
+    %size : [num_users=1] = call_method[target=size](args = (%contiguous, 0), kwargs = {})
+    %transpose : [num_users=1] = call_method[target=transpose](args = (%x, 0, 1), kwargs = {})
+    %size_1 : [num_users=1] = call_method[target=size](args = (%transpose, 1), kwargs = {})
+    %view : [num_users=1] = call_method[target=view](args = (%x, %size, %size_1), kwargs = {})
+    return view)"));
+  WarningCollector warnings;
+  insert_observers(*gm, global_qconfig(quant::get_default_qconfig("onednn")));
+  ASSERT_EQ(warnings.messages.size(), 1u);
+  EXPECT_EQ(warnings.messages[0],
+            "prepare: 2 nodes whose values a shape op reads as sizes stay float, the first: %contiguous (contiguous) "
+            "stays float: input dtype int is not the backend's torch.quint8 (set by %view's view arguments)");
+  EXPECT_EQ(std::any_cast<std::string>(gm->graph().find_node("transpose")->meta().at(kFloatReasonMeta)),
+            "input dtype int is not the backend's torch.quint8 (set by %view's view arguments)");
+}
+
 /// The warnings insert-observers gives for linear -> sigmoid under onednn's
 /// default qconfig (quant range 0..255, eps float32's) with a backend that
 /// runs torch.nn.Linear only under `input_constraints`.
