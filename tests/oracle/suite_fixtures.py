@@ -303,7 +303,7 @@ class ResizeShuffleOps(nn.Module):
 
 
 class WindowOps(nn.Module):
-    """Swin's window ops: sizes by %, F.pad, torch.roll, x.new_zeros, a
+    """Swin's window ops: sizes by % and //, F.pad, torch.roll, x.new_zeros, a
     table indexed by a buffer; with `assign`, a mask built by slice assignment
     (which 1.13's FX cannot trace: a Proxy takes no item assignment)."""
 
@@ -317,7 +317,7 @@ class WindowOps(nn.Module):
     def forward(self, x):
         x = self.conv1(x)
         h, w = x.size(-2), x.size(-1)
-        pad = (3 - w % 3) % 3
+        pad = (3 - w % 3) % 3 + h // 8  # scripted: aten::remainder and aten::floordiv on ints
         x = F.pad(x, (0, pad, 0, pad))
         x = torch.roll(x, shifts=(-1, -1), dims=(2, 3))
         mask = x.new_zeros((h + pad, w + pad))

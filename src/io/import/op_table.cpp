@@ -30,6 +30,7 @@ const std::vector<OpMapping>& op_mappings() {
       {"aten::div", kFn, "operator.truediv", {}, 2, "torch.div"},
       {"aten::div_", kFn, "operator.truediv", {}, 2, "torch.div"},
       {"aten::floor_divide", kFn, "operator.floordiv", {}, 2},
+      {"aten::floordiv", kFn, "operator.floordiv", {}, 2},  // int // int in scripted code
       {"aten::neg", kFn, "operator.neg", {}, 1},
       {"aten::remainder", kFn, "operator.mod", {}, 2},
       {"aten::pow", kFn, "operator.pow", {}, 2},
