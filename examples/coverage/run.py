@@ -51,6 +51,18 @@ class LSTMLanguageModel(nn.Module):
         return self.decoder(output)
 
 
+class StaticLSTMLanguageModel(LSTMLanguageModel):
+    """The same with a given initial state (buffers), as PyTorch 1.13's static custom module LSTM needs."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("h0", torch.zeros(2, 2, 256))
+        self.register_buffer("c0", torch.zeros(2, 2, 256))
+
+    def forward(self, x):
+        return self.decoder(self.rnn(self.encoder(x), (self.h0, self.c0))[0])
+
+
 class TransformerClassifier(nn.Module):
     """A 4-layer nn.TransformerEncoder with a linear head."""
 
@@ -89,6 +101,7 @@ MODELS = {
     "r3d_18": (lambda: torchvision.models.video.r3d_18(), images((1, 3, 8, 112, 112))),
     "s3d": (lambda: torchvision.models.video.s3d(), images((1, 3, 16, 224, 224))),
     "lstm_language_model": (lambda: LSTMLanguageModel(), lambda: torch.randint(0, 1000, (20, 2))),
+    "lstm_language_model, static LSTM": (StaticLSTMLanguageModel, lambda: torch.randint(0, 1000, (20, 2))),
     "transformer_encoder_4": (lambda: TransformerClassifier(), images((10, 2, 128))),
 }
 
@@ -98,6 +111,29 @@ MODELS = {
 # format"), which s3d's classifier gives for 16 frames; PyTorch's FX model
 # fails the same way. Those models keep `mean` float, in qfx and in PyTorch.
 FLOAT_MEAN = {"s3d"}
+# Models whose LSTM is quantized statically (PyTorch's custom module LSTM).
+STATIC_LSTM = {"lstm_language_model, static LSTM"}
+STATIC_LSTM_PREPARE = {"float_to_observed_custom_module_class":
+                       {"static": {"torch.nn.LSTM": "torch.ao.nn.quantizable.LSTM"}}}
+STATIC_LSTM_CONVERT = {"observed_to_quantized_custom_module_class":
+                       {"static": {"torch.ao.nn.quantizable.LSTM": "torch.ao.nn.quantized.LSTM"}}}
+
+
+def static_lstm_args(work):
+    """qfx quantize's custom config files for a static LSTM."""
+    prepare, convert = work / "static_lstm_prepare.json", work / "static_lstm_convert.json"
+    prepare.write_text(json.dumps(STATIC_LSTM_PREPARE))
+    convert.write_text(json.dumps(STATIC_LSTM_CONVERT))
+    return ["--prepare-custom-config", str(prepare), "--convert-custom-config", str(convert)]
+
+
+def static_lstm_configs():
+    """The same as PyTorch's PrepareCustomConfig and ConvertCustomConfig."""
+    import torch.ao.nn.quantizable as nnqa
+    import torch.ao.nn.quantized as nnq
+    from torch.ao.quantization.fx.custom_config import ConvertCustomConfig, PrepareCustomConfig
+    return {"prepare_custom_config": PrepareCustomConfig().set_float_to_observed_mapping(nn.LSTM, nnqa.LSTM),
+            "convert_custom_config": ConvertCustomConfig().set_observed_to_quantized_mapping(nnqa.LSTM, nnq.LSTM)}
 
 
 def float_mean_mapping(mapping):
@@ -133,14 +169,16 @@ def qfx_quantize(qfx, model_file, calib_file, out_file, extra):
     return torch.jit.load(str(out_file)), "", time.time() - started
 
 
-def pytorch_fx(model, calib, x, mapping):
+def pytorch_fx(model, calib, x, mapping, custom=None):
     from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+    custom = custom or {}
     try:
-        prepared = prepare_fx(copy.deepcopy(model), mapping, (x,))
+        prepared = prepare_fx(copy.deepcopy(model), mapping, (x,),
+                              prepare_custom_config=custom.get("prepare_custom_config"))
         with torch.no_grad():
             for batch in calib:
                 prepared(batch)
-            return convert_fx(prepared)(x), ""
+            return convert_fx(prepared, convert_custom_config=custom.get("convert_custom_config"))(x), ""
     except Exception as error:  # noqa: BLE001 — the table reports what PyTorch raised
         return None, f"{type(error).__name__}: {str(error).splitlines()[0][:90]}"
 
@@ -154,14 +192,17 @@ def measure(name, qfx, work):
     with torch.no_grad():
         traced = torch.jit.trace(model, x, check_trace=False)
         expected = model(x)
-    model_file, calib_file = work / f"{name}.pt", work / f"{name}.calib.pt"
+    stem = name.replace(", ", "_").replace(" ", "_")
+    model_file, calib_file = work / f"{stem}.pt", work / f"{stem}.calib.pt"
     traced.save(str(model_file))
     torch.save(calib, str(calib_file))
     row = {"model": name}
     outputs = {}
     static = float_mean_qconfig(qfx, work) if name in FLOAT_MEAN else []
+    if name in STATIC_LSTM:
+        static = static_lstm_args(work)
     for mode, extra in (("static", static), ("dynamic", ["--dynamic"])):
-        quantized, error, seconds = qfx_quantize(qfx, model_file, calib_file, work / f"{name}.{mode}.pt", extra)
+        quantized, error, seconds = qfx_quantize(qfx, model_file, calib_file, work / f"{stem}.{mode}.pt", extra)
         if quantized is None:
             row[mode] = f"fails: {error}"
             continue
@@ -173,7 +214,8 @@ def measure(name, qfx, work):
     if name in FLOAT_MEAN:
         mappings["static"] = float_mean_mapping(mappings["static"])
     for mode, mapping in mappings.items():
-        fx_out, fx_error = pytorch_fx(model, calib, x, mapping)
+        custom = static_lstm_configs() if name in STATIC_LSTM and mode == "static" else None
+        fx_out, fx_error = pytorch_fx(model, calib, x, mapping, custom)
         key = "pytorch_fx_" + mode
         row[key] = fmt(sqnr(expected, fx_out)) if fx_out is not None else f"fails: {fx_error}"
         if fx_out is not None and mode in outputs:

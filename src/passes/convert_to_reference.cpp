@@ -14,6 +14,7 @@
 #include "qfx/nn/intrinsic.h"
 #include "qfx/nn/opaque_modules.h"
 #include "qfx/nn/qat.h"
+#include "qfx/nn/quantizable_lstm.h"
 #include "qfx/nn/quantized_rnn.h"
 #include "qfx/nn/reference.h"
 #include "qfx/passes/pass.h"
@@ -22,6 +23,7 @@
 #include "qfx/quant/simple_observers.h"
 #include "attr_names.h"
 #include "backend_support.h"
+#include "custom_lstm.h"
 #include "custom_module_swap.h"
 #include "observer_qparams.h"
 #include "quant_matches.h"
@@ -311,30 +313,40 @@ void convert_standalone(ir::GraphModule& gm, ir::Node& node, nn::NestedGraphModu
   PassManager().add("convert-to-reference").run(sm.graph_module(), inner);
 }
 
+/// The dequantize nodes among `arg` (items of a tuple too): a statically
+/// quantized custom module takes their inputs instead.
+void remove_previous_dequantize(ir::GraphModule& gm, ir::Node& node, const ir::Argument& arg) {
+  if (arg.has_items()) {
+    for (const ir::Argument& item : std::vector<ir::Argument>(arg.items())) remove_previous_dequantize(gm, node, item);
+    return;
+  }
+  ir::Node* previous = arg.is_node() ? arg.to_node() : nullptr;
+  if (previous == nullptr || previous->op() != ir::Opcode::kCallMethod || previous->target() != "dequantize") return;
+  node.replace_input_with(previous, previous->args().at(0).to_node());
+  if (previous->users().empty()) gm.graph().erase_node(previous);
+}
+
 /// PyTorch's convert_custom_module: a statically quantized custom module
 /// takes its inputs quantized (their dequantize nodes go) and is swapped
-/// for its quantized class (from_observed, with its output observer).
+/// for its quantized class (from_observed, with its output observer; a
+/// custom module LSTM has DeQuantStubs after its outputs instead).
 void convert_custom_module(ir::GraphModule& gm, ir::Node& node, const torch::nn::Module& observed,
                            const CustomModuleMapping& mapping, QuantizedOutputs& quantized) {
   const quant::QConfigAny& qconfig = node_qconfig(node);
   TORCH_CHECK(qconfig, "convert: custom module %", node.name(), " has no qconfig (was it prepared?)");
   if (quant::activation_is_statically_quantized(*qconfig)) {
     quantized.insert(&node);
-    for (const ir::Argument& arg : std::vector<ir::Argument>(node.args())) {
-      ir::Node* previous = arg.is_node() ? arg.to_node() : nullptr;
-      if (previous == nullptr || previous->op() != ir::Opcode::kCallMethod || previous->target() != "dequantize") continue;
-      node.replace_input_with(previous, previous->args().at(0).to_node());
-      if (previous->users().empty()) gm.graph().erase_node(previous);
-    }
+    for (const ir::Argument& arg : std::vector<ir::Argument>(node.args())) remove_previous_dequantize(gm, node, arg);
   }
   ActivationPostProcess* output_observer = nullptr;
   for (ir::Node* user : node.users()) {
     if (detail::is_observer_node(*user, gm)) output_observer = observer_at(gm, *user).get();
   }
-  TORCH_CHECK(output_observer != nullptr, "convert: custom module %", node.name(), " has no output observer");
+  bool lstm = dynamic_cast<const nn::QuantizableLSTMImpl*>(&observed) != nullptr;
+  TORCH_CHECK(output_observer != nullptr || lstm, "convert: custom module %", node.name(), " has no output observer");
   const nn::CustomModuleClass& target = detail::swapped_class(node, observed, mapping, *qconfig);
   TORCH_CHECK(target.from_observed, "%", node.name(), ": custom module class '", target.name, "' has no from_observed");
-  gm.add_submodule(node.target(), target.from_observed(observed, *output_observer));
+  gm.add_submodule(node.target(), target.from_observed(observed, output_observer));
 }
 
 /// convert's rewrite of each node, in graph order, with the observers'
@@ -358,8 +370,14 @@ void convert_nodes(ir::GraphModule& gm, const PassOptions& options, const Custom
     } else if (node->op() == ir::Opcode::kCallModule) {
       if (detail::is_observer_node(*node, gm)) {
         convert_observer(gm, attrs, *node, quantized_outputs, qparams);
+      } else if (detail::is_dequant_stub(*node, gm)) {
+        detail::replace_dequant_stub(gm, *node);
       } else if (auto custom = detail::custom_module_at(*node, gm, custom_classes)) {
         convert_custom_module(gm, *node, *custom, custom_classes, quantized_outputs);
+      } else if (dynamic_cast<const nn::QuantizableLSTMImpl*>(gm.get_submodule(node->target()).get())) {
+        TORCH_CHECK(false, "convert: %", node->name(), " is a torch.ao.nn.quantizable.LSTM and the ConvertCustomConfig "
+                    "maps it to no quantized class: map it to torch.ao.nn.quantized.LSTM under "
+                    "observed_to_quantized_custom_module_class (qfx quantize --convert-custom-config)");
       } else if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {
         convert_standalone(gm, *node, *sm, options);
       } else if (is_weighted_module(backend, *gm.get_submodule(node->target()))) {

@@ -15,6 +15,7 @@
 //                                  (obs_1' is the same module as obs_1)
 
 #include "backend_support.h"
+#include "custom_lstm.h"
 #include "custom_module_swap.h"
 #include "observer_inserter.h"
 #include "qconfig_resolution.h"
@@ -278,14 +279,19 @@ const CustomModuleMapping& float_to_observed(const PrepareContext& ctx) {
 }
 
 /// PyTorch's custom module flow: inputs and output observed as for any
-/// quantized op, then the module swapped for its observed class (from_float).
+/// quantized op (a custom module LSTM's outputs get DeQuantStubs instead),
+/// then the module swapped for its observed class (from_float).
 void prepare_custom_module(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::Node& node,
                            const QuantMatch& match, const torch::nn::Module& module) {
   const quant::QConfigAny& qconfig = ctx.qconfigs[&node];
   if (!qconfig) return;
   node.meta()[kObservedMeta] = true;
   inserter.observe_inputs(node, *qconfig);
-  observe_output(ctx, inserter, node, match, *qconfig);
+  if (detail::is_custom_module_lstm(module, *qconfig)) {
+    detail::insert_lstm_dequant_stubs(ctx.gm, node, ctx.dtypes);
+  } else {
+    observe_output(ctx, inserter, node, match, *qconfig);
+  }
   const nn::CustomModuleClass& observed = detail::swapped_class(node, module, float_to_observed(ctx), *qconfig);
   TORCH_CHECK(observed.from_float, "%", node.name(), ": custom module class '", observed.name, "' has no from_float");
   ctx.gm.add_submodule(node.target(), observed.from_float(module, *qconfig));

@@ -33,7 +33,7 @@ from torch.ao.quantization import (QConfigMapping, default_dynamic_qconfig, defa
                                    get_default_qat_qconfig_mapping, get_default_qconfig,
                                    get_default_qconfig_mapping, per_channel_dynamic_qconfig)
 from torch.ao.quantization.backend_config import get_native_backend_config, get_qnnpack_backend_config
-from torch.ao.quantization.fx.custom_config import PrepareCustomConfig
+from torch.ao.quantization.fx.custom_config import ConvertCustomConfig, PrepareCustomConfig
 from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, prepare_fx, prepare_qat_fx
 
 import flow_fixtures
@@ -391,6 +391,39 @@ class Cells(nn.Module):
         return self.fc2(state[0] + g), state[1]
 
 
+class StaticLSTM(nn.Module):
+    """test_quantize_fx.py's test_static_lstm: an LSTM quantized statically as a custom module
+    (torch.ao.nn.quantizable.LSTM observed, torch.ao.nn.quantized.LSTM after convert), each of its
+    outputs read by a linear."""
+
+    def __init__(self, with_state=True, **options):
+        super().__init__()
+        directions = 2 if options.get('bidirectional') else 1
+        self.fc = nn.Linear(4, 4)
+        self.lstm = nn.LSTM(4, 6, **options)
+        self.linear1, self.linear2, self.linear3 = nn.Linear(6 * directions, 3), nn.Linear(6, 3), nn.Linear(6, 3)
+        self.with_state = with_state
+
+    def forward(self, x, h0, c0):
+        x = self.fc(x)
+        result = self.lstm(x, (h0, c0)) if self.with_state else self.lstm(x)
+        state = result[1]
+        return self.linear1(result[0]), self.linear2(state[0]), self.linear3(state[1])
+
+
+class LSTMStateInBuffers(nn.Module):
+    """An LSTM whose initial state is held in buffers (a trace takes it before the input)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.lstm, self.fc2 = nn.Linear(4, 4), nn.LSTM(4, 6, num_layers=2), nn.Linear(6, 3)
+        self.register_buffer('h0', torch.rand(2, 2, 6))
+        self.register_buffer('c0', torch.rand(2, 2, 6))
+
+    def forward(self, x):
+        return self.fc2(self.lstm(self.fc1(x), (self.h0, self.c0))[0])
+
+
 def cell_inputs(g):
     return torch.rand(3, 4, generator=g), torch.rand(3, 6, generator=g), torch.rand(3, 6, generator=g)
 
@@ -690,6 +723,15 @@ CASES = [
     ('dynamic_lstm_output', lambda: RecurrentOutput(nn.LSTM), rand(5, 2, 4), 'dynamic',
      global_qconfig(default_dynamic_qconfig), 'native'),
     ('gru_output', lambda: RecurrentOutput(nn.GRU), rand(5, 2, 4), 'static', onednn, 'native'),
+    ('static_lstm', StaticLSTM, recurrent_inputs(1, 1, False), 'static', onednn, 'native'),
+    ('static_lstm_2_layers_bidirectional_batch_first',
+     lambda: StaticLSTM(num_layers=2, bidirectional=True, batch_first=True), recurrent_inputs(2, 2, True), 'static',
+     onednn, 'native'),
+    ('static_lstm_without_state', lambda: StaticLSTM(with_state=False), recurrent_inputs(1, 1, False), 'static',
+     onednn, 'native'),
+    ('static_lstm_state_in_buffers', LSTMStateInBuffers, rand(5, 2, 4), 'static', onednn, 'native'),
+    ('dynamic_lstm_state_in_buffers', LSTMStateInBuffers, rand(5, 2, 4), 'dynamic',
+     global_qconfig(default_dynamic_qconfig), 'native'),
     # QAT
     ('qat_conv_bn_relu', cq.ConvBnReLUModel, rand(2, 3, 5, 5), 'qat', qat_onednn, 'native'),
     ('qat_two_layer_linear', cq.TwoLayerLinearModel, rand(4, 5), 'qat', qat_onednn, 'native'),
@@ -745,6 +787,45 @@ NOT_SCRIPTED = {
                               'view\'s dtype and device, which qfx does not read back as an assignment',
 }
 
+# Cases quantizing nn.LSTM statically as PyTorch's custom module LSTM.
+STATIC_LSTM_CASES = ('static_lstm', 'static_lstm_2_layers_bidirectional_batch_first', 'static_lstm_without_state',
+                     'static_lstm_state_in_buffers')
+STATIC_LSTM_CONFIGS = {
+    'prepare_custom_config': {'float_to_observed_custom_module_class':
+                              {'static': {'torch.nn.LSTM': 'torch.ao.nn.quantizable.LSTM'}}},
+    'convert_custom_config': {'observed_to_quantized_custom_module_class':
+                              {'static': {'torch.ao.nn.quantizable.LSTM': 'torch.ao.nn.quantized.LSTM'}}},
+}
+STATIC_LSTM_NODES = ('FX splits the custom module LSTM\'s result with getitem and tuple nodes of its own around the '
+                     'DeQuantStubs; qfx puts the stubs after the model\'s getitems (the same values, other names)')
+
+
+def custom_configs(case):
+    """PrepareCustomConfig and ConvertCustomConfig of a case (empty ones for most)."""
+    if case not in STATIC_LSTM_CASES:
+        return PrepareCustomConfig(), ConvertCustomConfig()
+    import torch.ao.nn.quantizable as nnqa
+    import torch.ao.nn.quantized as nnq
+    return (PrepareCustomConfig().set_float_to_observed_mapping(nn.LSTM, nnqa.LSTM),
+            ConvertCustomConfig().set_observed_to_quantized_mapping(nnqa.LSTM, nnq.LSTM))
+
+
+def lstm_qparams(lowered):
+    """Per cell of each quantized LSTM (layer by layer, forward then reverse), the output qparams of
+    igates, hgates, gates, fgate_cx, igate_cgate, fgate_cx_igate_cgate, ogate_cy."""
+    cells = []
+    for module in lowered.modules():
+        if type(module).__name__ != 'LSTM' or not hasattr(module, 'layers'):
+            continue
+        for layer in module.layers:
+            for single in [layer.layer_fw] + ([layer.layer_bw] if layer.bidirectional else []):
+                cell = single.cell
+                parts = [cell.igates, cell.hgates, cell.gates, cell.fgate_cx, cell.igate_cgate,
+                         cell.fgate_cx_igate_cgate, cell.ogate_cy]
+                cells.append([[float(p.scale), int(p.zero_point)] for p in parts])
+    return cells
+
+
 BACKENDS = {'native': get_native_backend_config, 'qnnpack': get_qnnpack_backend_config}
 OUT = None
 
@@ -798,8 +879,10 @@ def fresh(inputs):
 
 def lowered_json(case, prepared, backend, inputs):
     """convert_fx on the current engine: nodes, output and its quantization step."""
-    lowered = convert_fx(copy.deepcopy(prepared), backend_config=backend)
+    lowered = convert_fx(copy.deepcopy(prepared), backend_config=backend, convert_custom_config=custom_configs(case)[1])
     record = {'nodes': nodes_json(lowered)}
+    if case in STATIC_LSTM_CASES:
+        record['lstm_qparams'] = lstm_qparams(lowered)
     try:
         output = lowered(*fresh(inputs))
     except (RuntimeError, NotImplementedError) as e:  # a lowered op without a quantized kernel
@@ -813,11 +896,13 @@ def lowered_json(case, prepared, backend, inputs):
 def pytorch_flow(case, model, inputs, mode, mapping, backend):
     """prepare, one forward, reference and lowered convert, as test_quantize_fx's checkGraphModeFxOp."""
     record, stage = {}, 'prepare'
+    prepare_custom, convert_custom = custom_configs(case)
     try:
         if mode == 'qat':
             prepared = prepare_qat_fx(copy.deepcopy(model).train(), mapping, fresh(inputs), backend_config=backend)
         else:
-            prepared = prepare_fx(copy.deepcopy(model), mapping, fresh(inputs), backend_config=backend)
+            prepared = prepare_fx(copy.deepcopy(model), mapping, fresh(inputs), backend_config=backend,
+                                  prepare_custom_config=prepare_custom)
         record['nodes'] = nodes_json(prepared)
         stage = 'calibrate'
         prepared(*fresh(inputs))
@@ -825,12 +910,14 @@ def pytorch_flow(case, model, inputs, mode, mapping, backend):
         record['observed_node_names'] = sorted(prepared._observed_node_names)
         record['observers'] = flow_fixtures.observer_records(prepared)
         stage = 'convert_to_reference_fx'
-        reference = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=backend)
+        reference = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=backend,
+                                            convert_custom_config=convert_custom)
         record['reference'] = {'output': save_output(case, 'reference', reference(*fresh(inputs)))}
         stage = 'convert_fx'
         record['lowered'] = lowered_json(case, prepared, backend, inputs)
     except Exception as e:  # PyTorch 1.13 itself fails: qfx's model must be sound
-        record = {'pytorch_error': f'{stage}: {type(e).__name__}: {str(e).splitlines()[0][:300]}'}
+        message = (str(e).splitlines() or ['(no message)'])[0][:300]
+        record = {'pytorch_error': f'{stage}: {type(e).__name__}: {message}'}
     return record
 
 
@@ -859,6 +946,9 @@ def write_case(case, cls, make_input, mode, make_mapping, backend_name):
         record['torchscript_differs'] = TORCHSCRIPT_LOSSES[case]
     if case in QFX_DIFFERS:
         record['qfx_differs'] = QFX_DIFFERS[case]
+    if case in STATIC_LSTM_CASES:
+        record.update(STATIC_LSTM_CONFIGS)
+        record['nodes_differ'] = STATIC_LSTM_NODES
     if QFX_DIFFERS.get(case) == GRU_DYNAMIC:
         record['eager_dynamic_output'] = eager_dynamic_output(case, model, inputs, mapping)
     with torch.no_grad():

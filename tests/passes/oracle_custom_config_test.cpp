@@ -154,8 +154,8 @@ void register_test_custom_classes() {
          nullptr});
     nn::register_custom_module_class(
         {"QuantizedCustomLinear", nullptr,
-         [](const torch::nn::Module& observed, quant::ActivationPostProcess& output_observer) -> std::shared_ptr<torch::nn::Module> {
-           quant::QParams q = output_observer.calculate_qparams();
+         [](const torch::nn::Module& observed, quant::ActivationPostProcess* output_observer) -> std::shared_ptr<torch::nn::Module> {
+           quant::QParams q = output_observer->calculate_qparams();
            return std::make_shared<QuantizedCustomLinear>(dynamic_cast<const ObservedCustomLinear&>(observed).script(),
                                                           q.scale.item<double>(), q.zero_point.item<int64_t>());
          }});

@@ -37,6 +37,7 @@ namespace {
 struct Options {
   std::string model, output, backend = "native", qconfig = "default", engine = "onednn", calib, report, report_html;
   std::string prepare_custom_config;
+  std::string convert_custom_config;
   int64_t calib_batches = 0;  // 0: all
   DataArgs data_args;
   TrainArgs train;
@@ -135,13 +136,15 @@ void run(const Options& o) {
   check_options(o);
   io::OutputOptions outputs =
       check_outputs({o.output, o.report, o.report_html},
-                    {o.model, o.calib, o.train.data, o.backend, o.qconfig, o.prepare_custom_config}, o.force, o.print);
+                    {o.model, o.calib, o.train.data, o.backend, o.qconfig, o.prepare_custom_config, o.convert_custom_config}, o.force, o.print);
   c10::InferenceMode no_autograd(o.train.data.empty());  // training needs autograd from the import on
   use_engine(o.engine);
   backend::BackendConfig backend = backend_from_arg(o.backend);
   quant::QConfigMapping mapping = mapping_for(o);
   PrepareCustomConfig custom;
   if (!o.prepare_custom_config.empty()) custom = load_prepare_custom_config(o.prepare_custom_config);
+  ConvertCustomConfig convert_custom;
+  if (!o.convert_custom_config.empty()) convert_custom = load_convert_custom_config(o.convert_custom_config);
 
   Stopwatch clock;
   nlohmann::json timings;
@@ -159,8 +162,9 @@ void run(const Options& o) {
   timings["calibrate_s"] = clock.lap();
   nlohmann::json nodes = quantization_report(*gm, float_nodes);
   clock.lap();
-  ConvertCustomConfig convert_custom;
-  convert_custom.preserved_attributes = custom.preserved_attributes;  // kept into the output file
+  for (const std::string& name : custom.preserved_attributes) {  // kept into the output file
+    convert_custom.preserved_attributes.push_back(name);
+  }
   if (o.reference) {
     convert_to_reference_fx(*gm, backend, custom, convert_custom);
   } else {
@@ -202,7 +206,10 @@ void add_quantize_command(CLI::App& app, Action& action) {
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");
   cmd->add_option("--prepare-custom-config", o->prepare_custom_config,
                   "PrepareCustomConfig JSON (PyTorch's to_dict() keys): standalone and non-traceable modules, "
-                  "input/output_quantized_idxs, preserved_attributes (kept in the output file)");
+                  "input/output_quantized_idxs, float_to_observed_custom_module_class, preserved_attributes (kept "
+                  "in the output file)");
+  cmd->add_option("--convert-custom-config", o->convert_custom_config,
+                  "ConvertCustomConfig JSON: observed_to_quantized_custom_module_class, preserved_attributes");
   cmd->add_flag("--dynamic", o->dynamic,
                 "dynamic quantization (default_dynamic_qconfig) of what the backend quantizes dynamically: Linear, "
                 "LSTM, GRU and the RNN cells; the rest stays float; no calibration");

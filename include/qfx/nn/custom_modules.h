@@ -14,7 +14,7 @@
 ///       {"ObservedCustom", [](const torch::nn::Module& float_module, const qfx::quant::QConfig&) { ... }, nullptr});
 ///   qfx::nn::register_custom_module_class(
 ///       {"QuantizedCustom", nullptr, [](const torch::nn::Module& observed,
-///                                       qfx::quant::ActivationPostProcess& output_observer) { ... }});
+///                                       qfx::quant::ActivationPostProcess* output_observer) { ... }});
 /// \endcode
 
 #include "qfx/quant/observer_base.h"
@@ -38,9 +38,10 @@ struct CustomModuleClass {
       from_float;
   /// Quantized class: `from_observed(observed)`, with the observer of its
   /// output (PyTorch's `observed.activation_post_process`; its qparams are
-  /// the output's).
+  /// the output's), null for a module whose outputs are observed inside it
+  /// (torch.ao.nn.quantizable.LSTM).
   std::function<std::shared_ptr<torch::nn::Module>(const torch::nn::Module& observed,
-                                                   quant::ActivationPostProcess& output_observer)>
+                                                   quant::ActivationPostProcess* output_observer)>
       from_observed;
 };
 

@@ -12,6 +12,7 @@
 #include "qfx/nn/opaque_modules.h"
 #include "qfx/nn/qat.h"
 #include "qfx/nn/quantized.h"
+#include "qfx/nn/quantizable_lstm.h"
 #include "qfx/nn/quantized_rnn.h"
 #include "qfx/nn/reference.h"
 #include "qfx/quant/fake_quantize.h"
@@ -555,6 +556,9 @@ std::string module_expression(const torch::nn::Module& module, const std::string
   }
   if (auto* nested = dynamic_cast<const nn::NestedGraphModuleImpl*>(&module)) {
     return call_expression(attrs.add(path, nested_script_module(nested->graph_module(), path)) + ".forward", inputs);
+  }
+  if (auto* lstm = dynamic_cast<const nn::QuantizedLSTMImpl*>(&module)) {
+    return call_expression(quantized_lstm_submodule(*lstm, path, attrs) + ".forward", inputs);
   }
   if (auto* rnn = dynamic_cast<const nn::DynamicQuantizedRNNImpl*>(&module)) {
     return call_expression(dynamic_rnn_submodule(*rnn, e) + ".forward", inputs);

@@ -15,6 +15,10 @@
 #include <utility>
 #include <vector>
 
+namespace qfx::nn {
+class QuantizedLSTMImpl;
+}
+
 namespace qfx::io::detail {
 
 /// The attributes of the exported module, each named once.
@@ -45,6 +49,10 @@ class ScriptAttrs {
 /// arguments); c10::Error naming the module type when it has no TorchScript form.
 std::string module_expression(const torch::nn::Module& module, const std::string& path,
                               const std::vector<std::string>& inputs, ScriptAttrs& attrs);
+
+/// `self.<name>` of a submodule of class `__torch__.torch.ao.nn.quantized.LSTM`
+/// computing `lstm` (its forward takes input and optional (h_0, c_0)).
+std::string quantized_lstm_submodule(const nn::QuantizedLSTMImpl& lstm, const std::string& path, ScriptAttrs& attrs);
 
 /// The exported TorchScript module of a nested GraphModule (a standalone
 /// module at `path`), as a module object to register as a submodule.

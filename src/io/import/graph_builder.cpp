@@ -256,10 +256,57 @@ bool is_cell_class(const std::string& python_class) {
          python_class == "torch.nn.modules.rnn.RNNCell";
 }
 
+/// The aten op a traced recurrent module's forward ends in.
+const std::map<std::string, std::string>& recurrent_ops() {
+  static const std::map<std::string, std::string> ops = {
+      {"torch.nn.modules.rnn.LSTM", "aten::lstm"},
+      {"torch.nn.modules.rnn.GRU", "aten::gru"},
+      {"torch.nn.modules.rnn.RNN", "aten::rnn_tanh"},
+  };
+  return ops;
+}
+
+/// The aten op node of a traced recurrent module's forward (null if none).
+const torch::jit::Node* recurrent_op_node(const torch::jit::Graph& graph, const std::string& python_class) {
+  auto op = recurrent_ops().find(python_class);
+  if (op == recurrent_ops().end()) return nullptr;
+  for (const torch::jit::Node* n : graph.nodes()) {
+    std::string kind = n->kind().toQualString();
+    if (kind == op->second || (op->second == "aten::rnn_tanh" && kind == "aten::rnn_relu")) return n;
+  }
+  return nullptr;
+}
+
+/// A traced LSTM / GRU / RNN reads its inputs in `op(input, hx, ...)`, where
+/// an LSTM's hx is the list [h, c]; the tracer orders the forward's inputs by
+/// first use (a state held in buffers comes first). The forward's inputs in
+/// the order (input, h[, c]); `args` unchanged when that cannot be read.
+std::vector<ImportValue> traced_recurrent_order(const torch::jit::Graph& graph, const std::string& python_class,
+                                                std::vector<ImportValue> args) {
+  const torch::jit::Node* op = recurrent_op_node(graph, python_class);
+  if (op == nullptr || op->inputs().size() < 2) return args;
+  std::vector<const torch::jit::Value*> wanted{op->input(0)};
+  const torch::jit::Value* hx = op->input(1);
+  if (hx->node()->kind() == c10::prim::ListConstruct) {
+    wanted.insert(wanted.end(), hx->node()->inputs().begin(), hx->node()->inputs().end());
+  } else {
+    wanted.push_back(hx);
+  }
+  std::vector<ImportValue> ordered;
+  for (const torch::jit::Value* v : wanted) {
+    int i = forward_input(graph, v);
+    if (i >= 0 && static_cast<size_t>(i) < args.size()) ordered.push_back(args[static_cast<size_t>(i)]);
+  }
+  return ordered.size() == args.size() ? ordered : args;
+}
+
 /// `args` of a call of a leaf's `forward`, in its Python signature's order.
 std::vector<ImportValue> python_order(const torch::jit::Graph& graph, const std::string& python_class,
                                       std::vector<ImportValue> args) {
   if (is_cell_class(python_class) && args.size() > 1) return traced_cell_order(graph, std::move(args));
+  if (recurrent_ops().count(python_class) != 0 && args.size() > 1) {
+    return traced_recurrent_order(graph, python_class, std::move(args));
+  }
   auto row = std::find_if(leaf_signatures().begin(), leaf_signatures().end(),
                           [&](const LeafSignature& r) { return python_class == r.python_class; });
   if (row == leaf_signatures().end()) return args;
@@ -273,16 +320,6 @@ std::vector<ImportValue> python_order(const torch::jit::Graph& graph, const std:
     if (i >= 0 && static_cast<size_t>(i) < args.size()) ordered.push_back(args[static_cast<size_t>(i)]);
   }
   return ordered.size() == args.size() ? ordered : args;
-}
-
-/// The aten op a traced recurrent module's forward ends in.
-const std::map<std::string, std::string>& recurrent_ops() {
-  static const std::map<std::string, std::string> ops = {
-      {"torch.nn.modules.rnn.LSTM", "aten::lstm"},
-      {"torch.nn.modules.rnn.GRU", "aten::gru"},
-      {"torch.nn.modules.rnn.RNN", "aten::rnn_tanh"},
-  };
-  return ops;
 }
 
 /// A traced recurrent module's forward returns only the outputs its caller
