@@ -108,6 +108,8 @@ out="$work/never.pt"
 "$python" -c "import torch, sys; torch.save(torch.rand(2, 5, 8, 8), sys.argv[1])" "$work/bad_shape.pt"
 expect_error 1 "cannot open model file '/nonexistent.pt'" -- run /nonexistent.pt --input "$fixtures/resnet18.input.pt" -o "$out"
 expect_error 1 "is not a TorchScript archive" -- print "$fixtures/resnet18.fx.json"
+expect_error 1 "--dynamic sets the QConfigMapping \(default_dynamic_qconfig\) and --qconfig another" -- \
+  quantize "$fixtures/resnet18.pt" -o "$out" --dynamic --qconfig qnnpack.json
 expect_error 1 "cannot open '/nonexistent.input.pt'" -- run "$fixtures/resnet18.pt" --input /nonexistent.input.pt -o "$out"
 expect_error 1 "cannot read '.*resnet18.fx.json': expected a torch.save file" -- run "$fixtures/resnet18.pt" --input "$fixtures/resnet18.fx.json" -o "$out"
 expect_error 1 "forward\(\) takes 1 input\(s\), got 4" -- run "$fixtures/resnet18.pt" --input "$fixtures/module_zoo.input.pt" -o "$out"

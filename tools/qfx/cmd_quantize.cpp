@@ -128,6 +128,9 @@ void write_html_report(const ir::GraphModule& converted, const PrepareCustomConf
 
 void check_options(const Options& o) {
   TORCH_CHECK(o.train.data.empty() || is_qat(o), "--train needs --qconfig qat (or qat:ENGINE)");
+  TORCH_CHECK(!o.dynamic || o.qconfig == "default",
+              "--dynamic sets the QConfigMapping (default_dynamic_qconfig) and --qconfig another: give one of them "
+              "(a dynamic qconfig in a --qconfig file quantizes dynamically too)");
   TORCH_CHECK(o.dynamic || !o.calib.empty() || !o.train.data.empty(),
               "static quantization needs calibration data: pass --calib DATA (or --train DATA, or --dynamic)");
 }
