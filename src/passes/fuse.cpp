@@ -14,6 +14,9 @@
 #include "qfx/ir/graph_module.h"
 #include "qfx/passes/pass.h"
 #include "config_matches.h"
+#include "qfx/pattern/matcher.h"
+
+#include <ostream>
 
 #include "../ir/worker_thread.h"
 
@@ -29,8 +32,22 @@ struct FusionMatch {
   pattern::PatternMatch match;
 };
 
+/// For --explain: why each fusion pattern whose output op `node` runs did
+/// not match there.
+void explain_declined(const std::vector<const backend::BackendPatternConfig*>& configs, ir::Node& node,
+                      const ir::GraphModule& gm, std::ostream& explain) {
+  const std::string op_name = pattern::op_name_of(node, gm);
+  for (const backend::BackendPatternConfig* config : configs) {
+    const pattern::Pattern& candidate = config->pattern();
+    if (candidate.empty() || !pattern::op_matches_named(candidate.root().op, node, op_name)) continue;
+    explain << "%" << node.name() << " not fused as " << candidate.str() << ": "
+            << pattern::why_no_match(candidate, node, gm) << "\n";
+  }
+}
+
 /// Matches, collected from the graph's output backwards before anything changes.
-std::vector<FusionMatch> find_fusions(ir::GraphModule& gm, const backend::BackendConfig& backend) {
+std::vector<FusionMatch> find_fusions(ir::GraphModule& gm, const backend::BackendConfig& backend,
+                                      std::ostream* explain) {
   std::vector<const backend::BackendPatternConfig*> configs =
       detail::configs_in_match_order(backend, [](const backend::BackendPatternConfig& config) {
         return !config.fuser_method().empty() || !config.fused_module().empty();
@@ -43,6 +60,8 @@ std::vector<FusionMatch> find_fusions(ir::GraphModule& gm, const backend::Backen
     if (auto match = detail::first_match(configs, **it, gm)) {
       for (ir::Node* node : match->second.op_nodes()) claimed.insert(node);
       found.push_back({match->first, std::move(match->second)});
+    } else if (explain != nullptr) {
+      explain_declined(configs, **it, gm, *explain);
     }
   }
   return found;
@@ -137,7 +156,7 @@ void apply_fusion(const FusionMatch& fusion, const FusionInput& input, const Pre
 }  // namespace
 
 bool fuse(ir::GraphModule& gm, const PassOptions& options) {
-  std::vector<FusionMatch> fusions = find_fusions(gm, options.backend());
+  std::vector<FusionMatch> fusions = find_fusions(gm, options.backend(), options.explain);
   std::vector<FusionInput> inputs;
   for (const FusionMatch& fusion : fusions) inputs.push_back(fusion_input(fusion, gm));
   std::vector<const Prebuilt*> prebuilt;

@@ -12,23 +12,38 @@ namespace qfx::pattern {
 namespace {
 
 /// Binds element `index` (and its inputs) to `value`; false if it does not
-/// match. `is_output`: the pattern's output may have any number of users.
+/// match, saying why in `why` when it is given. `is_output`: the pattern's
+/// output may have any number of users.
 bool bind_element(const Pattern& pattern, size_t index, const ir::Argument& value, bool is_output,
-          const ir::GraphModule& gm, std::vector<ir::Argument>& values) {
+                  const ir::GraphModule& gm, std::vector<ir::Argument>& values, std::string* why) {
   const Pattern::Element& element = pattern.elements()[index];
   if (element.op.is_any()) {
     values[index] = value;
     return true;
   }
+  auto decline = [&](const std::string& reason) {
+    if (why != nullptr) *why = reason;
+    return false;
+  };
   ir::Node* node = value.is_node() ? value.to_node() : nullptr;
-  if (!node) return false;
-  if (!is_output && node->users().size() > 1) return false;  // its value is needed elsewhere
-  if (!op_matches(element.op, *node, gm)) return false;
+  if (!node) return decline("an argument is not a node where the pattern has " + element.op.name);
+  if (!op_matches(element.op, *node, gm)) {
+    std::string actual = op_name_of(*node, gm);
+    return decline("%" + node->name() + " is " + (actual.empty() ? "a " + std::string(ir::opcode_name(node->op())) : actual) +
+                   ", not " + element.op.name);
+  }
+  if (!is_output && node->users().size() > 1) {  // its value is needed elsewhere
+    return decline("%" + node->name() + " has " + std::to_string(node->users().size()) +
+                   " users (a fused value may have one)");
+  }
   values[index] = value;
   if (element.inputs.empty()) return true;
-  if (element.inputs.size() != node->args().size()) return false;
+  if (element.inputs.size() != node->args().size()) {
+    return decline("%" + node->name() + " has " + std::to_string(node->args().size()) + " arguments, the pattern " +
+                   std::to_string(element.inputs.size()));
+  }
   for (size_t i = 0; i < element.inputs.size(); ++i) {
-    if (!bind_element(pattern, element.inputs[i], node->args()[i], false, gm, values)) return false;
+    if (!bind_element(pattern, element.inputs[i], node->args()[i], false, gm, values, why)) return false;
   }
   return true;
 }
@@ -76,10 +91,18 @@ std::optional<PatternMatch> match_at(const Pattern& pattern, ir::Node& node, con
   PatternMatch match;
   match.pattern = &pattern;
   match.values.resize(pattern.elements().size());
-  if (!bind_element(pattern, pattern.elements().size() - 1, ir::Argument(&node), true, gm, match.values)) {
+  if (!bind_element(pattern, pattern.elements().size() - 1, ir::Argument(&node), true, gm, match.values, nullptr)) {
     return std::nullopt;
   }
   return match;
+}
+
+std::string why_no_match(const Pattern& pattern, ir::Node& node, const ir::GraphModule& gm) {
+  if (pattern.empty()) return "the pattern is empty";
+  std::vector<ir::Argument> values(pattern.elements().size());
+  std::string why;
+  bind_element(pattern, pattern.elements().size() - 1, ir::Argument(&node), true, gm, values, &why);
+  return why;
 }
 
 std::vector<size_t> match_order(const std::vector<const Pattern*>& patterns) {

@@ -43,6 +43,11 @@ bool op_matches_named(const PatternOp& op, const ir::Node& node, const std::stri
 /// The match of `pattern` with its output at `node`, or nullopt.
 std::optional<PatternMatch> match_at(const Pattern& pattern, ir::Node& node, const ir::GraphModule& gm);
 
+/// Why `pattern` does not match with its output at `node` (the first
+/// element that fails, e.g. `%bn has 2 users (a fused value may have one)`);
+/// empty when it matches. For --explain.
+std::string why_no_match(const Pattern& pattern, ir::Node& node, const ir::GraphModule& gm);
+
 /// The order in which PyTorch tries patterns: longer ones first (counting
 /// MatchAllNode elements), ties in their original order. Returns indices
 /// into `patterns`.
