@@ -216,16 +216,17 @@ QuantizedLSTMImpl::QuantizedLSTMImpl(RecurrentShape shape, std::vector<Quantized
 std::shared_ptr<QuantizedLSTMImpl> QuantizedLSTMImpl::from_observed(const QuantizableLSTMImpl& observed) {
   std::vector<QuantizedLSTMCell> cells;
   for (const ObservedLSTMCell& part : observed.cells()) {
-    auto output = [&](size_t i) {
-      quant::QParams q = part.observers[i]->calculate_qparams();
-      return OutputQParams{q.scale.item<double>(), q.zero_point.item<int64_t>()};
-    };
+    std::vector<OutputQParams> outputs;  // each observer's search once
+    for (const auto& observer : part.observers) {
+      quant::QParams q = observer->calculate_qparams();
+      outputs.push_back({q.scale.item<double>(), q.zero_point.item<int64_t>()});
+    }
     QuantizedLSTMCell cell;
-    cell.igates = quantized_from_float("torch.ao.nn.quantized.Linear", part.igates, observed.qconfig(), output(0));
-    cell.hgates = quantized_from_float("torch.ao.nn.quantized.Linear", part.hgates, observed.qconfig(), output(1));
-    for (size_t i = 2; i < part.observers.size(); ++i) {
-      cell.scales.push_back(output(i).scale);
-      cell.zero_points.push_back(output(i).zero_point);
+    cell.igates = quantized_from_float("torch.ao.nn.quantized.Linear", part.igates, observed.qconfig(), outputs[0]);
+    cell.hgates = quantized_from_float("torch.ao.nn.quantized.Linear", part.hgates, observed.qconfig(), outputs[1]);
+    for (size_t i = 2; i < outputs.size(); ++i) {
+      cell.scales.push_back(outputs[i].scale);
+      cell.zero_points.push_back(outputs[i].zero_point);
     }
     cells.push_back(std::move(cell));
   }

@@ -266,13 +266,18 @@ const std::map<std::string, std::string>& recurrent_ops() {
   return ops;
 }
 
+/// True when `node` runs `op` (an RNN's aten::rnn_tanh stands for rnn_relu too).
+bool runs_recurrent_op(const torch::jit::Node& node, const std::string& op) {
+  std::string kind = node.kind().toQualString();
+  return kind == op || (op == "aten::rnn_tanh" && kind == "aten::rnn_relu");
+}
+
 /// The aten op node of a traced recurrent module's forward (null if none).
 const torch::jit::Node* recurrent_op_node(const torch::jit::Graph& graph, const std::string& python_class) {
   auto op = recurrent_ops().find(python_class);
   if (op == recurrent_ops().end()) return nullptr;
   for (const torch::jit::Node* n : graph.nodes()) {
-    std::string kind = n->kind().toQualString();
-    if (kind == op->second || (op->second == "aten::rnn_tanh" && kind == "aten::rnn_relu")) return n;
+    if (runs_recurrent_op(*n, op->second)) return n;
   }
   return nullptr;
 }
@@ -337,8 +342,7 @@ std::vector<size_t> traced_recurrent_outputs(const torch::jit::Graph& forward, c
   }
   std::vector<size_t> order;
   for (const torch::jit::Value* v : returned) {
-    std::string kind = v->node()->kind().toQualString();
-    if (kind != op->second && !(op->second == "aten::rnn_tanh" && kind == "aten::rnn_relu")) return {};
+    if (!runs_recurrent_op(*v->node(), op->second)) return {};
     order.push_back(v->offset());
   }
   return order;
