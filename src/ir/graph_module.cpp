@@ -6,7 +6,6 @@
 #include "qfx/ir/graph_module.h"
 
 #include "qfx/ir/module_registry.h"
-#include "worker_thread.h"
 
 #include <c10/util/Exception.h>
 #include <typeinfo>
@@ -235,7 +234,7 @@ void GraphModule::rebuild_module_tree() {
       set_attr(node->target(), old.get_attr(node->target()));
     }
   }
-  detail::release_beside(std::move(old.root_));  // what the new tree does not hold dies there
+  retire(std::move(old.root_));
 }
 
 std::string GraphModule::to_string() const {

@@ -13,7 +13,7 @@
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/op_registry.h"
-#include "worker_thread.h"
+#include "util/worker_thread.h"
 
 #include <c10/util/Exception.h>
 #include <torch/nn/module.h>
@@ -77,7 +77,7 @@ c10::IValue constant_value(const Argument& arg) {
 
 // Waits for the observer thread, leaving its errors to the exception being
 // handled.
-void wait_quietly(detail::WorkerThread& observers) {
+void wait_quietly(util::WorkerThread& observers) {
   try {
     observers.drain();
   } catch (...) {
@@ -291,13 +291,13 @@ c10::IValue Interpreter::Program::observe_later(const Step& step) const {
   std::vector<c10::IValue> args;
   for (const ArgCode& a : step.args) args.push_back(eval(a));
   if (args.size() != 1 || !args[0].isTensor()) {  // in line, after this observer's earlier batches
-    detail::WorkerThread::instance().drain();
+    util::WorkerThread::instance().drain();
     return (*step.forward)(*step.module, args);
   }
   c10::IValue value = args[0];
   if (step.copy_input) args[0] = args[0].toTensor().clone();
   const size_t bytes = value.toTensor().nbytes();
-  detail::WorkerThread::instance().submit(
+  util::WorkerThread::instance().submit(
       [module = step.module, forward = step.forward, args = std::move(args)]() mutable { (*forward)(*module, args); },
       bytes, step.where);
   return value;
@@ -377,8 +377,8 @@ c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
               p.num_required == p.num_inputs ? "" : "at least ", p.num_required, " input(s), got ",
               inputs.size());
   const bool later = observer_thread_ != ObserverThread::kOff && p.has_observers &&
-                     (observer_thread_ == ObserverThread::kOn || detail::idle_core_available());
-  detail::WorkerThread* observers = later ? &detail::WorkerThread::instance() : nullptr;
+                     (observer_thread_ == ObserverThread::kOn || util::idle_core_available());
+  util::WorkerThread* observers = later ? &util::WorkerThread::instance() : nullptr;
   auto wait_for_observers = [&] {  // their errors name the observer node
     try {
       observers->drain();

@@ -18,6 +18,7 @@
 #include "qfx/nn/quantized_rnn.h"
 #include "qfx/nn/reference.h"
 #include "qfx/passes/pass.h"
+#include "qfx/passes/pass_jobs.h"
 #include "qfx/passes/pass_manager.h"
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/simple_observers.h"
@@ -25,7 +26,6 @@
 #include "backend_support.h"
 #include "custom_lstm.h"
 #include "custom_module_swap.h"
-#include "observer_qparams.h"
 #include "quant_matches.h"
 
 #include <ATen/ATen.h>
@@ -66,15 +66,22 @@ std::string attr_prefix(const ir::Node& observer) {
   return scope_of(user) + "_input";
 }
 
+/// Whether convert turns `obs` into quantize_per_tensor / _per_channel with
+/// its calculate_qparams (a quint8 / qint8 observer, not a placeholder).
+bool is_static_int8(const ActivationPostProcess& obs) {
+  c10::ScalarType dtype = obs.dtype();
+  return (dtype == c10::kQUInt8 || dtype == c10::kQInt8) &&
+         dynamic_cast<const quant::PlaceholderObserverImpl*>(&obs) == nullptr;
+}
+
 /// The quantize node an observer becomes, inserted before it; null when the
 /// observer has no quantized form.
-ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, ActivationPostProcess& obs,
-                        detail::ObserverQParams& qparams) {
+ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, ActivationPostProcess& obs) {
   ir::Argument input = observer.args().at(0);
   c10::ScalarType dtype = obs.dtype();
-  if (detail::is_static_int8(obs)) {
+  if (is_static_int8(obs)) {
     std::string prefix = attr_prefix(observer);
-    quant::QParams q = qparams.of(obs);
+    quant::QParams q = obs.calculate_qparams();
     if (quant::is_per_channel(obs.qscheme())) {
       ir::Node* scale = attrs.add(prefix + "_scale_", q.scale);
       ir::Node* zero_point = attrs.add(prefix + "_zero_point_", q.zero_point);
@@ -99,8 +106,7 @@ ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observe
 /// Nodes of statically quantized custom modules: their outputs are quantized already.
 using QuantizedOutputs = std::unordered_set<const ir::Node*>;
 
-void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, const QuantizedOutputs& quantized,
-                      detail::ObserverQParams& qparams) {
+void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, const QuantizedOutputs& quantized) {
   if (quantized.count(observer.args().at(0).to_node()) > 0) {  // replace_observer_or_dequant_stub_with_dequantize_node
     ir::Node* dequantize = nullptr;
     {
@@ -117,7 +123,7 @@ void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer,
   ir::Node* replacement = observer.args().at(0).to_node();
   if (!all_float) {
     auto guard = gm.graph().inserting_before(&observer);
-    if (ir::Node* quantized = quantize_node(gm, attrs, observer, *obs, qparams)) {
+    if (ir::Node* quantized = quantize_node(gm, attrs, observer, *obs)) {
       replacement = gm.graph().call_method("dequantize", {quantized});
     }
   }
@@ -177,27 +183,20 @@ WeightedConversion weighted_conversion(const WeightedInput& input, const backend
   return conversion;
 }
 
-/// The weighted module nodes' conversions, worked out beside the rewrite by
-/// the worker thread when a core is idle; errors and warnings kept for when
-/// the rewrite reaches each node.
+/// The weighted module nodes' conversions, as jobs (pass_jobs.h) the
+/// rewrite takes when it reaches each node.
 class WeightedConversions {
  public:
   WeightedConversions(const ir::GraphModule& gm, const std::vector<const ir::Node*>& nodes,
-                      const backend::BackendConfig& backend)
-      : backend_(backend) {
-    for (const ir::Node* node : nodes) {
-      index_[node] = inputs_.size();
-      inputs_.push_back(weighted_input(gm, *node));
-    }
-    conversions_ = std::make_unique<ir::detail::Beside<WeightedConversion>>(
-        inputs_.size(), [this](size_t i) { return weighted_conversion(inputs_[i], backend_); });
-  }
+                      const backend::BackendConfig& backend, JobRunner* jobs)
+      : backend_(backend), inputs_(weighted_inputs(gm, nodes, index_)),
+        conversions_(jobs, inputs_.size(), [this](size_t i) { return weighted_conversion(inputs_[i], backend_); }) {}
   /// The conversion of `node`: worked out beside, else now; an error names the node.
   WeightedConversion of(const ir::GraphModule& gm, const ir::Node& node) {
     try {
       auto it = index_.find(&node);
       if (it == index_.end()) return weighted_conversion(weighted_input(gm, node), backend_);
-      return conversions_->take(it->second);
+      return conversions_.take(it->second);
     } catch (const c10::Error& e) {
       TORCH_CHECK(false, "%", node.name(), " (", ir::module_type_name(*gm.get_submodule(node.target())),
                   "): ", e.what_without_backtrace());
@@ -206,9 +205,19 @@ class WeightedConversions {
 
  private:
   const backend::BackendConfig& backend_;
+  std::unordered_map<const ir::Node*, size_t> index_;  // before inputs_, which fill it
   std::vector<WeightedInput> inputs_;
-  std::unordered_map<const ir::Node*, size_t> index_;
-  std::unique_ptr<ir::detail::Beside<WeightedConversion>> conversions_;  // last: stopped first
+  JobResults<WeightedConversion> conversions_;  // last: stopped first
+
+  static std::vector<WeightedInput> weighted_inputs(const ir::GraphModule& gm, const std::vector<const ir::Node*>& nodes,
+                                                    std::unordered_map<const ir::Node*, size_t>& index) {
+    std::vector<WeightedInput> inputs;
+    for (const ir::Node* node : nodes) {
+      index[node] = inputs.size();
+      inputs.push_back(weighted_input(gm, *node));
+    }
+    return inputs;
+  }
 };
 
 void convert_weighted_module(ir::GraphModule& gm, const ir::Node& node, const WeightedConversion& conversion) {
@@ -349,14 +358,13 @@ void convert_custom_module(ir::GraphModule& gm, ir::Node& node, const torch::nn:
   gm.add_submodule(node.target(), target.from_observed(observed, output_observer));
 }
 
-/// convert's rewrite of each node, in graph order, with the observers'
-/// qparams and the weighted modules' conversions worked out beside it.
+/// convert's rewrite of each node, in graph order, the weighted modules'
+/// conversions done as jobs.
 void convert_nodes(ir::GraphModule& gm, const PassOptions& options, const CustomModuleMapping& custom_classes) {
   const backend::BackendConfig& backend = options.backend();
   AttrNamer attrs(gm);
   QuantizedOutputs quantized_outputs;
-  detail::ObserverQParams qparams(gm);
-  WeightedConversions weighted(gm, weighted_module_nodes(gm, backend, custom_classes), backend);
+  WeightedConversions weighted(gm, weighted_module_nodes(gm, backend, custom_classes), backend, options.jobs);
   int64_t placeholders = 0;
   for (ir::Node* node : gm.graph().node_list()) {
     if (node->op() == ir::Opcode::kPlaceholder) {
@@ -369,7 +377,7 @@ void convert_nodes(ir::GraphModule& gm, const PassOptions& options, const Custom
       }
     } else if (node->op() == ir::Opcode::kCallModule) {
       if (detail::is_observer_node(*node, gm)) {
-        convert_observer(gm, attrs, *node, quantized_outputs, qparams);
+        convert_observer(gm, attrs, *node, quantized_outputs);
       } else if (detail::is_dequant_stub(*node, gm)) {
         detail::replace_dequant_stub(gm, *node);
       } else if (auto custom = detail::custom_module_at(*node, gm, custom_classes)) {

@@ -2,7 +2,7 @@
 // with a fuser method or a fused module), longest first, walking the graph
 // from its output; a node belongs to the first match that claims it. Then,
 // per match, builds the fused module from the matched modules as they were
-// before any fusion (the built-in fuser methods on both threads) and puts it
+// before any fusion (the built-in fuser methods as jobs, pass_jobs.h) and puts it
 // at the root node's module path; the root node moves to where the
 // pattern's output was, takes the extra inputs, and the other matched nodes
 // go away.
@@ -14,11 +14,10 @@
 #include "qfx/ir/graph_module.h"
 #include "qfx/passes/pass.h"
 #include "config_matches.h"
+#include "qfx/passes/pass_jobs.h"
 #include "qfx/pattern/matcher.h"
 
 #include <ostream>
-
-#include "../ir/worker_thread.h"
 
 #include <torch/nn/modules/activation.h>
 
@@ -104,41 +103,35 @@ FusionInput fusion_input(const FusionMatch& fusion, const ir::GraphModule& gm) {
   return input;
 }
 
-/// A fused module built ahead of the rewrite.
-using Prebuilt = ir::detail::Ahead<std::shared_ptr<torch::nn::Module>>;
-
-/// Builds the fused modules of the fusions whose fuser method is concurrent
-/// on the calling thread and, when a core is idle, the worker thread (conv-bn
-/// folding is most of fuse's time on large graphs). `prebuilt[i]` points to
-/// fusion i's, or is null when the rewrite builds it.
-std::vector<Prebuilt> prebuild(const std::vector<FusionMatch>& fusions, const std::vector<FusionInput>& inputs,
-                               bool is_qat, std::vector<const Prebuilt*>& prebuilt) {
-  std::vector<size_t> concurrent;
+/// The fusions whose fuser method may run beside the rewrite, in order
+/// (conv-bn folding is most of fuse's time on large graphs).
+std::vector<size_t> concurrent_fusions(const std::vector<FusionMatch>& fusions,
+                                       const std::vector<FusionInput>& inputs) {
   const backend::BackendRegistry& registry = backend::BackendRegistry::instance();
+  std::vector<size_t> concurrent;
   for (size_t i = 0; i < fusions.size(); ++i) {
     const std::string& method = fusions[i].config->fuser_method();
     if (inputs[i].root != nullptr && !method.empty() && registry.fuser_method_is_concurrent(method)) {
       concurrent.push_back(i);
     }
   }
-  std::vector<Prebuilt> built = ir::detail::compute_ahead<std::shared_ptr<torch::nn::Module>>(
-      concurrent.size(), [&](size_t k) {
-        size_t i = concurrent[k];
-        return backend::fuser_of(*fusions[i].config)(is_qat, inputs[i].parts);
-      });
-  prebuilt.assign(fusions.size(), nullptr);
-  for (size_t k = 0; k < concurrent.size(); ++k) prebuilt[concurrent[k]] = &built[k];
-  return built;
+  return concurrent;
 }
 
-void apply_fusion(const FusionMatch& fusion, const FusionInput& input, const Prebuilt* prebuilt, ir::GraphModule& gm,
-                  bool is_qat) {
+/// The fused module of `fusion`, from its parts.
+std::shared_ptr<torch::nn::Module> fused_module(const FusionMatch& fusion, const FusionInput& input, bool is_qat) {
+  TORCH_CHECK(input.root != nullptr, "fuse: pattern ", fusion.config->pattern().str(), " matched at %",
+              fusion.match.node(fusion.match.values.size() - 1)->name(),
+              " has no module to fuse into (its root node must be a call_module node)");
+  return backend::fuser_of(*fusion.config)(is_qat, input.parts);
+}
+
+void apply_fusion(const FusionMatch& fusion, const FusionInput& input, std::shared_ptr<torch::nn::Module> fused,
+                  ir::GraphModule& gm) {
   const backend::BackendPatternConfig& config = *fusion.config;
   ir::Node* output = fusion.match.node(fusion.match.values.size() - 1);
   ir::Node* root = input.root;
-  TORCH_CHECK(root != nullptr, "fuse: pattern ", config.pattern().str(), " matched at %", output->name(),
-              " has no module to fuse into (its root node must be a call_module node)");
-  gm.add_submodule(root->target(), prebuilt ? prebuilt->take() : backend::fuser_of(config)(is_qat, input.parts));
+  gm.add_submodule(root->target(), std::move(fused));
 
   std::vector<ir::Argument> args = root->args();
   for (ir::Argument& extra : backend::extra_inputs_of(config, fusion.match)) args.push_back(std::move(extra));
@@ -159,9 +152,15 @@ bool fuse(ir::GraphModule& gm, const PassOptions& options) {
   std::vector<FusionMatch> fusions = find_fusions(gm, options.backend(), options.explain);
   std::vector<FusionInput> inputs;
   for (const FusionMatch& fusion : fusions) inputs.push_back(fusion_input(fusion, gm));
-  std::vector<const Prebuilt*> prebuilt;
-  std::vector<Prebuilt> built = prebuild(fusions, inputs, options.is_qat, prebuilt);
-  for (size_t i = 0; i < fusions.size(); ++i) apply_fusion(fusions[i], inputs[i], prebuilt[i], gm, options.is_qat);
+  std::vector<size_t> jobs = concurrent_fusions(fusions, inputs);  // the others are built as the rewrite reaches them
+  JobResults<std::shared_ptr<torch::nn::Module>> built(options.jobs, jobs.size(), [&](size_t k) {
+    return fused_module(fusions[jobs[k]], inputs[jobs[k]], options.is_qat);
+  });
+  for (size_t i = 0, k = 0; i < fusions.size(); ++i) {
+    bool is_job = k < jobs.size() && jobs[k] == i;
+    apply_fusion(fusions[i], inputs[i], is_job ? built.take(k++) : fused_module(fusions[i], inputs[i], options.is_qat),
+                 gm);
+  }
   // As PyTorch's fuse returns a new GraphModule: a fresh namespace (names of
   // removed nodes are free again), the module tree rebuilt from the graph.
   gm.set_graph(gm.graph().clone());

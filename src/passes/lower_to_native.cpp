@@ -62,6 +62,7 @@ bool lower_to_native(ir::GraphModule& gm, const PassOptions& options) {
     if (node->op() != ir::Opcode::kCallModule) continue;
     if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {
       lower_to_native(sm->graph_module(), options);
+      for (auto& retired : sm->graph_module().take_retired()) gm.retire(std::move(retired));
     }
   }
   detail::Lowering l{gm, options};
@@ -77,7 +78,6 @@ bool lower_to_native(ir::GraphModule& gm, const PassOptions& options) {
   detail::fold_weights(l);
   gm.graph().eliminate_dead_code();
   if (options.explain != nullptr) detail::explain_leftovers(l);
-  l.release_replaced();
   gm.rebuild_module_tree();
   return l.changed;
 }

@@ -4,9 +4,8 @@
 #include "qfx/ir/graph_module.h"
 #include "qfx/nn/quantized.h"
 #include "qfx/passes/pass.h"
+#include "qfx/passes/pass_jobs.h"
 #include "qfx/passes/prepare_state.h"
-
-#include "../ir/worker_thread.h"
 
 #include <map>
 #include <memory>
@@ -31,7 +30,7 @@ struct Lowering {
   /// The module a call_module node calls, or nullptr for other nodes.
   std::shared_ptr<torch::nn::Module> module(const ir::Node* node) const;
   /// quantized_from_reference, or nullptr with the reason kept in refusals;
-  /// taken from prebuild when it built the same thing for `node`.
+  /// taken from the jobs prebuild started when they built the same thing.
   std::shared_ptr<nn::QuantizedModuleImpl> make_quantized(const ir::Node& node, const std::string& type,
                                                           std::optional<nn::OutputQParams> output);
 
@@ -41,20 +40,17 @@ struct Lowering {
     std::string type;
     std::optional<nn::OutputQParams> output;
   };
-  /// Builds `builds` beside the rewrite, by the worker thread when a core
-  /// is idle (weight quantization and prepacking are most of convert's
-  /// time), in their order; make_quantized hands them out. Reads the nodes'
-  /// modules now: the rewrite may swap modules meanwhile.
+  /// Starts building `builds` as jobs (pass_jobs.h: weight quantization
+  /// and prepacking are most of convert's time), in their order;
+  /// make_quantized hands them out. Reads the nodes' modules now: the
+  /// rewrite may swap modules meanwhile.
   void prebuild(std::vector<Build> builds);
-  /// Stops prebuilding and drops the modules make_quantized was not asked for.
+  /// Stops the jobs and drops the modules make_quantized was not asked for.
   void forget_prebuilt();
 
   /// Puts `quantized` at `target` in place of its reference module, which
-  /// is kept until release_replaced().
+  /// the GraphModule retires.
   void swap_in(const std::string& target, std::shared_ptr<torch::nn::Module> quantized);
-  /// Lets go of the replaced reference modules (on the worker thread when a
-  /// core is idle: their weights are most of what convert frees).
-  void release_replaced() { ir::detail::release_beside(std::move(replaced_)); }
 
  private:
   /// What building a module gave: the module, or why not.
@@ -67,8 +63,7 @@ struct Lowering {
   std::vector<Build> builds_;
   std::vector<std::shared_ptr<torch::nn::Module>> sources_;  // builds_[i]'s reference module
   std::unordered_map<const ir::Node*, size_t> prebuilt_index_;
-  std::unique_ptr<ir::detail::Beside<Built>> prebuilt_;  // builds_[i]'s; after what it reads
-  std::vector<std::shared_ptr<torch::nn::Module>> replaced_;
+  std::unique_ptr<JobResults<Built>> prebuilt_;  // builds_[i]'s; after what it reads
 };
 
 /// dequantize - op - quantize_per_tensor (op possibly followed by a relu).

@@ -16,7 +16,7 @@ std::shared_ptr<torch::nn::Module> Lowering::module(const ir::Node* node) const 
 }
 
 void Lowering::swap_in(const std::string& target, std::shared_ptr<torch::nn::Module> quantized) {
-  replaced_.push_back(gm.get_submodule(target));
+  gm.retire(gm.get_submodule(target));
   gm.add_submodule(target, std::move(quantized));
 }
 
@@ -60,8 +60,8 @@ void Lowering::prebuild(std::vector<Build> builds) {
     sources_.push_back(module(builds_[i].node));
     prebuilt_index_[builds_[i].node] = i;
   }
-  prebuilt_ = std::make_unique<ir::detail::Beside<Built>>(builds_.size(),
-                                                          [this](size_t i) { return build(builds_[i], *sources_[i]); });
+  prebuilt_ = std::make_unique<JobResults<Built>>(options.jobs, builds_.size(),
+                                                  [this](size_t i) { return build(builds_[i], *sources_[i]); });
 }
 
 void Lowering::forget_prebuilt() {

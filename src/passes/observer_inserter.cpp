@@ -42,19 +42,6 @@ ir::Node* observer_above(ir::Node* node, const ir::GraphModule& gm, bool first_a
 
 }  // namespace
 
-std::unique_ptr<ObserversAhead::Batch> ObserversAhead::start() {
-  return std::make_unique<Batch>(kBatch, [this](size_t) { return spec_.make(); });
-}
-
-std::shared_ptr<quant::ActivationPostProcess> ObserversAhead::take() {
-  if (current_ == nullptr || taken_ == kBatch) {
-    current_ = next_ != nullptr ? std::move(next_) : start();
-    next_ = start();
-    taken_ = 0;
-  }
-  return current_->take(taken_++);
-}
-
 std::string ObserverInserter::next_observer_name() {
   std::string name;
   do {
@@ -64,7 +51,7 @@ std::string ObserverInserter::next_observer_name() {
 }
 
 ir::Node* ObserverInserter::insert_after(ir::Node& value, const quant::ObserverSpec& spec) {
-  std::shared_ptr<quant::ActivationPostProcess> observer = ahead_.try_emplace(spec.repr(), spec).first->second.take();
+  std::shared_ptr<quant::ActivationPostProcess> observer = spec.make();
   std::string name = next_observer_name();
   observer->set_label(name);
   gm_.add_submodule(name, observer);

@@ -7,7 +7,6 @@
 // maybe_make_input_output_share_observers). Internal to the passes.
 
 #include "target_dtypes.h"
-#include "../ir/worker_thread.h"
 
 #include "qfx/quant/observer_spec.h"
 
@@ -16,30 +15,6 @@
 #include <unordered_map>
 
 namespace qfx::passes::detail {
-
-/// Fresh observers of one spec made ahead by the worker thread, a batch at a
-/// time: taking the first of a batch starts the next one, so the caller
-/// rarely makes one itself (a HistogramObserver's histogram is fresh memory,
-/// a fifth of insert-observers' time on a large graph). At most two batches
-/// are left over, dropped with this.
-class ObserversAhead {
- public:
-  explicit ObserversAhead(quant::ObserverSpec spec) : spec_(std::move(spec)) {}
-  ObserversAhead(const ObserversAhead&) = delete;
-  ObserversAhead& operator=(const ObserversAhead&) = delete;
-
-  /// The next fresh observer: the spec's make(), with its warnings and error.
-  std::shared_ptr<quant::ActivationPostProcess> take();
-
- private:
-  using Batch = ir::detail::Beside<std::shared_ptr<quant::ActivationPostProcess>>;
-  static constexpr size_t kBatch = 32;
-  std::unique_ptr<Batch> start();
-
-  quant::ObserverSpec spec_;  // first: read by the batches until they stop
-  std::unique_ptr<Batch> current_, next_;
-  size_t taken_ = 0;
-};
 
 class ObserverInserter {
  public:
@@ -79,7 +54,6 @@ class ObserverInserter {
   const WeightArgs& weight_args_;
   int64_t next_index_ = 0;
   std::unordered_map<const ir::Node*, std::vector<int64_t>> standalone_inputs_;
-  std::unordered_map<std::string, ObserversAhead> ahead_;  // by spec repr
 };
 
 }  // namespace qfx::passes::detail

@@ -1,8 +1,10 @@
-// PassManager: a pipeline of registered passes, linted between passes.
+// PassManager: a pipeline of registered passes, linted between passes; it
+// runs the passes' jobs beside them and lets go of the modules they retire.
 
 #include "qfx/passes/pass_manager.h"
 
 #include "qfx/ir/graph_module.h"
+#include "qfx/passes/pass_jobs.h"
 
 #include <c10/util/Exception.h>
 
@@ -67,11 +69,14 @@ bool run_naming_the_pass(const PassInfo& pass, ir::GraphModule& gm, const PassOp
 }  // namespace
 
 bool PassManager::run(ir::GraphModule& gm, const PassOptions& options) const {
+  PassOptions with_jobs = options;
+  if (with_jobs.jobs == nullptr) with_jobs.jobs = &beside_runner();
   bool changed = false;
   for (const PassInfo* pass : passes_) {
     PassTime time{pass->name};
     Clock::time_point start = Clock::now();
-    changed = run_naming_the_pass(*pass, gm, options) || changed;
+    changed = run_naming_the_pass(*pass, gm, with_jobs) || changed;
+    with_jobs.jobs->release(gm.take_retired());
     time.seconds = seconds_since(start);
     if (lint_) {
       start = Clock::now();

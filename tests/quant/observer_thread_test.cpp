@@ -2,7 +2,7 @@
 // run in line: same histograms, ranges, outputs, warnings and errors, with
 // in-place modules and ops after the observed nodes.
 
-#include "../../src/ir/worker_thread.h"
+#include "../../src/util/worker_thread.h"
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/ir/parser.h"
@@ -78,7 +78,7 @@ ir::Interpreter::NodeHook hold_observers_past_inplace_modules() {
   return [held](const ir::Node& node, const c10::IValue&) mutable {
     if (node.name() == "conv" || node.name() == "conv2") {
       held = std::make_shared<std::promise<void>>();
-      ir::detail::WorkerThread::instance().submit([released = held->get_future().share()] { released.wait(); }, 0, "");
+      util::WorkerThread::instance().submit([released = held->get_future().share()] { released.wait(); }, 0, "");
     }
     if (node.name() == "relu" || node.name() == "drop") held->set_value();
   };

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace torch::nn {
 class Module;
@@ -89,8 +90,15 @@ class GraphModule {
   /// `GraphModule(root, graph)` does after a pass: only the submodules and
   /// attributes the graph refers to are kept, in the order of first use,
   /// under fresh `Module()` parents. Modules and tensors are shared, not copied;
-  /// the ones left out are released on qfx's worker thread when a core is idle.
+  /// the old tree (with what the new one left out) is retired.
   void rebuild_module_tree();
+
+  /// Keeps `module`, which a pass replaced or dropped, until take_retired():
+  /// the PassManager lets go of retired modules beside the next pass
+  /// (freeing weights is a large part of convert's time).
+  void retire(std::shared_ptr<torch::nn::Module> module) { retired_.push_back(std::move(module)); }
+  /// The retired modules, handed over.
+  std::vector<std::shared_ptr<torch::nn::Module>> take_retired() { return std::move(retired_); }
 
  private:
   std::shared_ptr<torch::nn::Module> root_;
@@ -98,6 +106,7 @@ class GraphModule {
   std::map<std::string, c10::IValue> attributes_;
   std::map<std::string, c10::IValue> preserved_;
   std::string class_name_ = "GraphModule";
+  std::vector<std::shared_ptr<torch::nn::Module>> retired_;
 };
 
 /// A module with no behaviour of its own: the root of a GraphModule and the

@@ -21,6 +21,8 @@ class GraphModule;
 
 namespace qfx::passes {
 
+class JobRunner;
+
 /// What passes may read: the backend, the user's qconfigs, the mode.
 struct PassOptions {
   /// What the backend runs; null means the native backend (PyTorch's default).
@@ -44,6 +46,9 @@ struct PassOptions {
   bool is_standalone = false;
   /// When set, passes say here why a candidate was not rewritten (`--explain`).
   std::ostream* explain = nullptr;
+  /// Runs the passes' independent jobs (pass_jobs.h); null runs each job
+  /// when the pass takes its result. The PassManager sets its own.
+  JobRunner* jobs = nullptr;
 
   /// The backend config, or the native one when none is set.
   const backend::BackendConfig& backend() const;

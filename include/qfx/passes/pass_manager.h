@@ -1,7 +1,9 @@
 #pragma once
 /// \file
 /// PassManager: runs passes in order, lints the graph after each one, and
-/// can print the graph after every pass or time each pass.
+/// can print the graph after every pass or time each pass. It runs the
+/// passes' jobs beside them (pass_jobs.h) and, after each pass, lets go of
+/// the modules it retired, beside the next one.
 ///
 /// \code
 ///   PassManager pm;

@@ -16,7 +16,7 @@
 #include <thread>
 #include <utility>
 
-namespace qfx::ir::detail {
+namespace qfx::util {
 namespace {
 
 constexpr size_t kMaxPendingBytes = size_t{256} << 20;
@@ -151,34 +151,6 @@ void KeptWarnings::issue() const {
   for (const Warning& w : warnings_) c10::Warning::warn(w.location, w.message, w.verbatim);
 }
 
-void share(size_t count, const std::function<void(size_t)>& fn) {
-  if (count < 2 || !idle_core_available()) {
-    for (size_t i = 0; i < count; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  auto take_items = [&] {
-    try {
-      for (size_t i = next++; i < count; i = next++) fn(i);
-    } catch (...) {
-      next = count;  // the other thread stops at its next item
-      throw;
-    }
-  };
-  WorkerThread& worker = WorkerThread::instance();
-  worker.submit(take_items, 0, "");
-  try {
-    take_items();
-  } catch (...) {
-    try {  // `next` and `fn` must outlive the worker's use of them
-      worker.drain();
-    } catch (const c10::Error&) {  // the caller's error goes first
-    }
-    throw;
-  }
-  worker.drain();
-}
-
 BesideRun::BesideRun(size_t count, std::function<void(size_t)> fn)
     : fn_(std::move(fn)), count_(count), states_(new std::atomic<uint8_t>[count]) {
   for (size_t i = 0; i < count; ++i) states_[i] = kFree;
@@ -235,4 +207,4 @@ bool idle_core_available() {
   return hardware_threads > static_cast<unsigned>(at::get_num_threads());
 }
 
-}  // namespace qfx::ir::detail
+}  // namespace qfx::util

@@ -1,14 +1,20 @@
-// detail::share: every item runs exactly once, on the caller and (with an
-// idle core) the worker thread; the worker's warnings reach the caller's
-// handler and an error comes back to the caller. detail::Beside: the same
-// while the caller goes on with its own work, each item's warnings and
-// error handed over when the caller takes it, whatever the order.
+// Pass jobs (pass_jobs.h): run by the PassManager's runner, every job runs
+// exactly once, on the caller and (with an idle core) the worker thread,
+// while the caller goes on with its own work; each job's warnings and error
+// are handed over when the caller takes its result, whatever the order.
+// Without a runner each job runs when taken. The PassManager lets go of the
+// modules a pass retired.
 
-#include "../../src/ir/worker_thread.h"
+#include "../../src/util/worker_thread.h"
 #include "support/fixtures.h"
+
+#include "qfx/ir/graph_module.h"
+#include "qfx/passes/pass_jobs.h"
+#include "qfx/passes/pass_manager.h"
 
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
+#include <torch/nn/modules/linear.h>
 
 #include <atomic>
 #include <chrono>
@@ -16,24 +22,8 @@
 #include <set>
 #include <thread>
 
-namespace qfx::ir::detail {
+namespace qfx::passes {
 namespace {
-
-TEST(WorkerShare, RunsEveryItemOnce) {
-  constexpr size_t kItems = 64;
-  std::vector<std::atomic<int>> runs(kItems);
-  std::mutex mutex;
-  std::set<std::thread::id> threads;
-  share(kItems, [&](size_t i) {
-    ++runs[i];
-    std::this_thread::sleep_for(std::chrono::microseconds(500));  // long enough for the worker to join in
-    std::lock_guard<std::mutex> lock(mutex);
-    threads.insert(std::this_thread::get_id());
-  });
-  for (size_t i = 0; i < kItems; ++i) EXPECT_EQ(runs[i].load(), 1) << "item " << i;
-  EXPECT_EQ(threads.size(), idle_core_available() ? 2u : 1u);
-  EXPECT_EQ(threads.count(std::this_thread::get_id()), 1u);
-}
 
 class Collect : public c10::WarningHandler {
  public:
@@ -43,40 +33,12 @@ class Collect : public c10::WarningHandler {
   std::set<std::string> messages;
 };
 
-TEST(WorkerShare, WarningsReachTheCallersHandler) {
-  Collect collect;
-  c10::Warning::WarningHandlerGuard guard(&collect);
-  share(16, [](size_t i) {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-    TORCH_WARN("item ", i);
-  });
-  EXPECT_EQ(collect.messages.size(), 16u);
-  EXPECT_EQ(collect.messages.count("item 15"), 1u);
-}
-
-TEST(WorkerShare, ErrorsReachTheCaller) {
-  for (size_t failing : {size_t{0}, size_t{7}, size_t{15}}) {
-    try {
-      share(16, [&](size_t i) {
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-        TORCH_CHECK(i != failing, "item ", i, " failed");
-      });
-      ADD_FAILURE() << "no error for item " << failing;
-    } catch (const c10::Error& e) {
-      EXPECT_EQ(std::string(e.what_without_backtrace()), "item " + std::to_string(failing) + " failed");
-    }
-  }
-  std::atomic<int> runs{0};
-  share(4, [&](size_t) { ++runs; });  // usable after an error
-  EXPECT_EQ(runs.load(), 4);
-}
-
-TEST(WorkerBeside, RunsEveryItemOnceBesideTheCallersWork) {
+TEST(PassJobs, RunsEveryItemOnceBesideTheCallersWork) {
   constexpr size_t kItems = 64;
   std::vector<std::atomic<int>> runs(kItems);
   std::mutex mutex;
   std::set<std::thread::id> threads;
-  Beside<size_t> beside(kItems, [&](size_t i) {
+  JobResults<size_t> beside(&beside_runner(), kItems, [&](size_t i) {
     ++runs[i];
     std::this_thread::sleep_for(std::chrono::microseconds(300));
     std::lock_guard<std::mutex> lock(mutex);
@@ -88,14 +50,14 @@ TEST(WorkerBeside, RunsEveryItemOnceBesideTheCallersWork) {
     EXPECT_EQ(beside.take(i), 2 * i);
   }
   for (size_t i = 0; i < kItems; ++i) EXPECT_EQ(runs[i].load(), 1) << "item " << i;
-  EXPECT_EQ(threads.size(), idle_core_available() ? 2u : 1u);
+  EXPECT_EQ(threads.size(), util::idle_core_available() ? 2u : 1u);
 }
 
-TEST(WorkerBeside, TakesInAnyOrderAndStopsWhenDropped) {
+TEST(PassJobs, TakesInAnyOrderAndStopsWhenDropped) {
   constexpr size_t kItems = 32;
   std::vector<std::atomic<int>> runs(kItems);
   {
-    Beside<size_t> beside(kItems, [&](size_t i) {
+    JobResults<size_t> beside(&beside_runner(), kItems, [&](size_t i) {
       ++runs[i];
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       return i;
@@ -114,10 +76,10 @@ TEST(WorkerBeside, TakesInAnyOrderAndStopsWhenDropped) {
   for (size_t i : {size_t{0}, size_t{3}, size_t{20}, size_t{31}}) EXPECT_EQ(runs[i].load(), 1) << "item " << i;
 }
 
-TEST(WorkerBeside, WarningsAndErrorsComeWithTheirItem) {
+TEST(PassJobs, WarningsAndErrorsComeWithTheirItem) {
   Collect collect;
   c10::Warning::WarningHandlerGuard guard(&collect);
-  Beside<int> beside(8, [](size_t i) {
+  JobResults<int> beside(&beside_runner(), 8, [](size_t i) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     TORCH_WARN("item ", i);
     TORCH_CHECK(i != 5, "item ", i, " failed");
@@ -132,17 +94,48 @@ TEST(WorkerBeside, WarningsAndErrorsComeWithTheirItem) {
   EXPECT_EQ(beside.take(7), 7);
 }
 
-TEST(WorkerBeside, CallerComputesWhenTheWorkerDropsItsTasks) {
-  if (!idle_core_available()) GTEST_SKIP() << "no worker thread without an idle core";
-  WorkerThread& worker = WorkerThread::instance();
+TEST(PassJobs, CallerComputesWhenTheWorkerDropsItsTasks) {
+  if (!util::idle_core_available()) GTEST_SKIP() << "no worker thread without an idle core";
+  util::WorkerThread& worker = util::WorkerThread::instance();
   worker.submit([] { TORCH_CHECK(false, "an earlier task failed"); }, 0, "");
   std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the worker now drops every task until drain()
   {
-    Beside<size_t> beside(6, [](size_t i) { return i + 1; });
+    JobResults<size_t> beside(&beside_runner(), 6, [](size_t i) { return i + 1; });
     for (size_t i = 0; i < 6; ++i) EXPECT_EQ(beside.take(i), i + 1);
   }  // and the dropped run does not keep the destructor waiting
   EXPECT_EQ(test::error_of([&] { worker.drain(); }), "an earlier task failed");
 }
 
+TEST(PassJobs, WithoutARunnerEachJobRunsWhenTaken) {
+  std::vector<size_t> order;
+  const std::thread::id caller = std::this_thread::get_id();
+  JobResults<size_t> jobs(nullptr, 4, [&](size_t i) {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    order.push_back(i);
+    return 10 * i;
+  });
+  EXPECT_TRUE(order.empty());
+  EXPECT_EQ(jobs.take(2), 20u);
+  EXPECT_EQ(jobs.take(0), 0u);
+  EXPECT_EQ(order, (std::vector<size_t>{2, 0}));
+  JobResults<int> failing(nullptr, 1, [](size_t) -> int { TORCH_CHECK(false, "job failed"); });
+  EXPECT_EQ(test::error_of([&] { failing.take(0); }), "job failed");
+}
+
+TEST(PassJobs, PassManagerReleasesRetiredModules) {
+  ir::GraphModule gm;
+  std::weak_ptr<torch::nn::Module> retired;
+  {
+    auto linear = torch::nn::Linear(4, 4).ptr();
+    retired = linear;
+    gm.retire(linear);
+  }
+  ASSERT_FALSE(retired.expired()) << "a retired module is kept until the PassManager takes it";
+  PassManager().add("dce").run(gm);
+  util::WorkerThread::instance().drain();  // released on the worker thread when a core is idle
+  EXPECT_TRUE(retired.expired());
+  EXPECT_TRUE(gm.take_retired().empty());
+}
+
 }  // namespace
-}  // namespace qfx::ir::detail
+}  // namespace qfx::passes

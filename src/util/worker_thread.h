@@ -1,8 +1,8 @@
 #pragma once
 // WorkerThread: a background thread for work that can go on beside the
 // calling thread: the interpreter's observer forwards while the float
-// forward goes on, fuse's folds (share), convert's qparams and module
-// builds while its rewrite goes on and insert-observers' observers (Beside).
+// forward goes on (ir/interpreter.cpp), and the passes' independent jobs
+// while their rewrites go on (BesideRun, run by passes/pass_jobs.cpp).
 // Tasks run in the order they were submitted (an observer sees its batches
 // in order), each under the submitting thread's ATen thread-local state
 // (inference mode, grad mode, dispatch keys). drain() waits for every task,
@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-namespace qfx::ir::detail {
+namespace qfx::util {
 
 /// A warning handler that passes each warning on to `sink` (c10's handler
 /// is per thread: warnings raised on one thread are collected there and
@@ -105,51 +105,6 @@ class WorkerThread {
   std::thread thread_;
 };
 
-/// Runs fn(0) ... fn(count - 1), each once, on the calling thread and, when
-/// a core is idle, on its worker thread too (items taken in order by
-/// whichever thread is free). The worker's warnings reach the caller's
-/// handler; an error stops both threads and is raised once the worker is idle.
-void share(size_t count, const std::function<void(size_t)>& fn);
-
-/// A result worked out ahead of the code that takes it, with the warnings
-/// its computation raised and its error, both handed to the taker.
-template <typename T>
-struct Ahead {
-  T value{};
-  std::exception_ptr error;
-  KeptWarnings warnings;
-
-  /// Runs `fn` on the calling thread, keeping its value, the warnings it
-  /// raises and its error.
-  template <typename Fn>
-  void compute(const Fn& fn) {
-    warnings.keep_during([&] {
-      try {
-        value = fn();
-      } catch (...) {
-        error = std::current_exception();
-      }
-    });
-  }
-
-  /// Issues the kept warnings on the calling thread, then raises the kept
-  /// error or returns the value.
-  const T& take() const {
-    warnings.issue();
-    if (error) std::rethrow_exception(error);
-    return value;
-  }
-};
-
-/// fn(0) ... fn(count - 1) computed by share(), each result with its own
-/// warnings and error kept (none raised here), for takers in any order.
-template <typename T>
-std::vector<Ahead<T>> compute_ahead(size_t count, const std::function<T(size_t)>& fn) {
-  std::vector<Ahead<T>> results(count);
-  share(count, [&](size_t i) { results[i].compute([&] { return fn(i); }); });
-  return results;
-}
-
 /// Whether an idle core is there for the worker thread: more hardware
 /// threads than ATen's intra-op threads.
 bool idle_core_available();
@@ -195,42 +150,4 @@ class BesideRun {
   size_t help_from_ = 0;  // where finish() looks for free items (the taker's only)
 };
 
-/// Results fn(0) ... fn(count - 1) worked out beside the caller: the worker
-/// thread, when a core is idle, goes through them in order while the caller
-/// goes on with its own work (a pass's rewrite); take(i) hands result i over,
-/// computing it on the calling thread if the worker has not started it and
-/// waiting if the worker is on it. fn may only read what the caller leaves
-/// alone until it has taken that result (resolve modules before, not in fn).
-template <typename T>
-class Beside {
- public:
-  Beside(size_t count, std::function<T(size_t)> fn)
-      : fn_(std::move(fn)),
-        results_(count),
-        run_(count, [this](size_t i) { results_[i].compute([&] { return fn_(i); }); }) {}
-  Beside(const Beside&) = delete;
-  Beside& operator=(const Beside&) = delete;
-
-  /// Result i, once computed: its warnings issued on the calling thread,
-  /// its error raised.
-  const T& take(size_t i) {
-    run_.finish(i);
-    return results_[i].take();
-  }
-
- private:
-  std::function<T(size_t)> fn_;
-  std::vector<Ahead<T>> results_;
-  BesideRun run_;  // last: stopped before the results go
-};
-
-/// Lets go of `held` on the worker thread when a core is idle (else here):
-/// the destructors of what it was the last owner of (modules a pass replaced
-/// or dropped, with their weights) run beside the caller's work.
-template <typename T>
-void release_beside(T held) {
-  if (!idle_core_available()) return;  // released here, on return
-  WorkerThread::instance().submit([held = std::move(held)]() mutable { held = T(); }, 0, "releasing modules");
-}
-
-}  // namespace qfx::ir::detail
+}  // namespace qfx::util
