@@ -223,7 +223,13 @@ TEST_P(GoldenIR, PassOutputMatchesChecks) {
   std::string before = gm->graph().to_string();
   std::string after = run_pipeline(g, *gm);
   if (g.unchanged) EXPECT_EQ(gm->graph().to_string(), before) << "the pipeline changed the graph";
-  if (g.has_checks()) torch::jit::testing::FileCheck().run(g.text, after);
+  if (g.has_checks()) {
+    try {
+      torch::jit::testing::FileCheck().run(g.text, after);
+    } catch (const std::exception& e) {
+      FAIL() << e.what() << "\nin the checked text:\n" << after;
+    }
+  }
 }
 
 /// Each golden test has its negative twin (`X.ir` and `X.neg.ir`).
