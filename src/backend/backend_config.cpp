@@ -188,6 +188,10 @@ BackendConfig& BackendConfig::set_name(std::string name) {
 BackendConfig& BackendConfig::set_backend_pattern_config(BackendPatternConfig config) {
   config.validate();
   auto [it, inserted] = index_.emplace(config.pattern(), configs_.size());
+  const auto& elements = config.pattern().elements();
+  if (elements.size() == 1 && elements[0].op.kind == pattern::OpKind::kModule) {
+    module_index_[elements[0].op.name] = it->second;
+  }
   if (inserted) {
     configs_.push_back(std::move(config));
   } else {
@@ -204,6 +208,11 @@ BackendConfig& BackendConfig::set_backend_pattern_configs(const std::vector<Back
 const BackendPatternConfig* BackendConfig::find(const pattern::Pattern& pattern) const {
   auto it = index_.find(pattern);
   return it == index_.end() ? nullptr : &configs_[it->second];
+}
+
+const BackendPatternConfig* BackendConfig::module_config(const std::string& type) const {
+  auto it = module_index_.find(type);
+  return it == module_index_.end() ? nullptr : &configs_[it->second];
 }
 
 }  // namespace qfx::backend

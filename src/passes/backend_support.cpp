@@ -181,14 +181,4 @@ bool supported_by_dtype_configs(const quant::QConfig& qconfig, const std::vector
   return false;
 }
 
-const backend::BackendPatternConfig* module_config(const backend::BackendConfig& backend, const std::string& type) {
-  for (const backend::BackendPatternConfig& config : backend.configs()) {
-    const auto& elements = config.pattern().elements();
-    if (elements.size() == 1 && elements[0].op.kind == pattern::OpKind::kModule && elements[0].op.name == type) {
-      return &config;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace qfx::passes::detail

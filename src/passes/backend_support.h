@@ -20,7 +20,4 @@ std::string unsupported_reason(const QuantMatch& match, const quant::QConfig& qc
 /// weighted module with `qconfig` a quantized weight under `configs`.
 bool supported_by_dtype_configs(const quant::QConfig& qconfig, const std::vector<backend::DTypeConfig>& configs);
 
-/// The config whose pattern is the single module type `type`, or nullptr.
-const backend::BackendPatternConfig* module_config(const backend::BackendConfig& backend, const std::string& type);
-
 }  // namespace qfx::passes::detail

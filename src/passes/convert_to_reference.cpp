@@ -26,6 +26,7 @@
 #include "backend_support.h"
 #include "custom_lstm.h"
 #include "custom_module_swap.h"
+#include "qdq_edits.h"
 #include "quant_matches.h"
 
 #include <ATen/ATen.h>
@@ -107,14 +108,8 @@ ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observe
 using QuantizedOutputs = std::unordered_set<const ir::Node*>;
 
 void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer, const QuantizedOutputs& quantized) {
-  if (quantized.count(observer.args().at(0).to_node()) > 0) {  // replace_observer_or_dequant_stub_with_dequantize_node
-    ir::Node* dequantize = nullptr;
-    {
-      auto guard = gm.graph().inserting_before(&observer);
-      dequantize = gm.graph().call_method("dequantize", {observer.args().at(0)});
-    }
-    observer.replace_all_uses_with(dequantize);
-    gm.graph().erase_node(&observer);
+  if (quantized.count(observer.args().at(0).to_node()) > 0) {
+    detail::replace_with_dequantize(gm.graph(), observer);
     return;
   }
   std::shared_ptr<ActivationPostProcess> obs = observer_at(gm, observer);
@@ -169,7 +164,7 @@ WeightedConversion weighted_conversion(const WeightedInput& input, const backend
   }
   const quant::QConfigAny& qconfig = *input.qconfig;
   if (!qconfig || !input.observed || !weight_is_quantized(*qconfig)) return conversion;
-  const backend::BackendPatternConfig* config = detail::module_config(backend, ir::module_type_name(*module));
+  const backend::BackendPatternConfig* config = backend.module_config(ir::module_type_name(*module));
   if (!config || !detail::supported_by_dtype_configs(*qconfig, config->dtype_configs())) return conversion;
   if (nn::has_reference_rnn(ir::module_type_name(*module))) {  // one observer per weight
     conversion.reference = nn::reference_rnn_from_float(module, qconfig->weight);
@@ -265,16 +260,6 @@ std::vector<const ir::Node*> weighted_module_nodes(const ir::GraphModule& gm, co
   return nodes;
 }
 
-/// PyTorch's maybe_recursive_remove_dequantize: `output` reads the
-/// quantized values its dequantize nodes came from.
-void remove_dequantize(const ir::Argument& arg, ir::Node& output) {
-  if (arg.is_node() && arg.to_node()->op() == ir::Opcode::kCallMethod && arg.to_node()->target() == "dequantize") {
-    output.replace_input_with(arg.to_node(), arg.to_node()->args().at(0).to_node());
-  } else if (arg.has_items()) {
-    for (const ir::Argument& item : arg.items()) remove_dequantize(item, output);
-  }
-}
-
 /// output_quantized_indexes: the listed outputs stay quantized.
 void keep_outputs_quantized(ir::Graph& graph, const std::vector<int64_t>& indexes) {
   if (indexes.empty()) return;
@@ -284,19 +269,10 @@ void keep_outputs_quantized(ir::Graph& graph, const std::vector<int64_t>& indexe
     for (int64_t i : indexes) {
       TORCH_CHECK(i >= 0 && static_cast<size_t>(i) < result.items().size(), "output_quantized_indexes: output ", i,
                   " does not exist (the model returns ", result.items().size(), " values)");
-      remove_dequantize(result.items()[i], *output);
+      detail::bypass_dequantize(graph, *output, result.items()[i]);
     }
   } else if (std::find(indexes.begin(), indexes.end(), 0) != indexes.end()) {
-    remove_dequantize(result, *output);
-  }
-}
-
-/// A dequantize node after `node` for all its users (insert_dequantize_node).
-void insert_dequantize_after(ir::Graph& graph, ir::Node& node) {
-  auto guard = graph.inserting_after(&node);
-  ir::Node* dequantize = graph.call_method("dequantize", {&node});
-  for (ir::Node* user : std::vector<ir::Node*>(node.users())) {
-    if (user != dequantize) user->replace_input_with(&node, dequantize);
+    detail::bypass_dequantize(graph, *output, result);
   }
 }
 
@@ -305,34 +281,16 @@ void insert_dequantize_after(ir::Graph& graph, ir::Node& node) {
 /// converted on its own (with the parent's backend config, as PyTorch).
 void convert_standalone(ir::GraphModule& gm, ir::Node& node, nn::NestedGraphModuleImpl& sm, const PassOptions& options) {
   for (int64_t i : sm.input_quantized_indexes) {
-    if (i >= static_cast<int64_t>(node.args().size())) continue;
-    ir::Argument arg = node.args()[i];
-    if (!arg.is_node() || arg.to_node()->op() != ir::Opcode::kCallMethod || arg.to_node()->target() != "dequantize") {
-      continue;
+    if (i < static_cast<int64_t>(node.args().size()) && node.args()[i].is_node()) {
+      detail::bypass_dequantize(gm.graph(), node, ir::Argument(node.args()[i]));
     }
-    ir::Node* dequantize = arg.to_node();
-    node.replace_input_with(dequantize, dequantize->args().at(0).to_node());
-    if (dequantize->users().empty()) gm.graph().erase_node(dequantize);
   }
-  if (!sm.output_quantized_indexes.empty()) insert_dequantize_after(gm.graph(), node);
+  if (!sm.output_quantized_indexes.empty()) detail::insert_dequantize_after(gm.graph(), node);
   PassOptions inner;
   inner.backend_config = options.backend_config;
   inner.input_quantized_indexes = sm.input_quantized_indexes;
   inner.output_quantized_indexes = sm.output_quantized_indexes;
   PassManager().add("convert-to-reference").run(sm.graph_module(), inner);
-}
-
-/// The dequantize nodes among `arg` (items of a tuple too): a statically
-/// quantized custom module takes their inputs instead.
-void remove_previous_dequantize(ir::GraphModule& gm, ir::Node& node, const ir::Argument& arg) {
-  if (arg.has_items()) {
-    for (const ir::Argument& item : std::vector<ir::Argument>(arg.items())) remove_previous_dequantize(gm, node, item);
-    return;
-  }
-  ir::Node* previous = arg.is_node() ? arg.to_node() : nullptr;
-  if (previous == nullptr || previous->op() != ir::Opcode::kCallMethod || previous->target() != "dequantize") return;
-  node.replace_input_with(previous, previous->args().at(0).to_node());
-  if (previous->users().empty()) gm.graph().erase_node(previous);
 }
 
 /// PyTorch's convert_custom_module: a statically quantized custom module
@@ -345,7 +303,7 @@ void convert_custom_module(ir::GraphModule& gm, ir::Node& node, const torch::nn:
   TORCH_CHECK(qconfig, "convert: custom module %", node.name(), " has no qconfig (was it prepared?)");
   if (quant::activation_is_statically_quantized(*qconfig)) {
     quantized.insert(&node);
-    for (const ir::Argument& arg : std::vector<ir::Argument>(node.args())) remove_previous_dequantize(gm, node, arg);
+    for (const ir::Argument& arg : std::vector<ir::Argument>(node.args())) detail::bypass_dequantize(gm.graph(), node, arg);
   }
   ActivationPostProcess* output_observer = nullptr;
   for (ir::Node* user : node.users()) {
@@ -370,16 +328,12 @@ void convert_nodes(ir::GraphModule& gm, const PassOptions& options, const Custom
     if (node->op() == ir::Opcode::kPlaceholder) {
       const auto& quantized = options.input_quantized_indexes;
       if (std::find(quantized.begin(), quantized.end(), placeholders++) == quantized.end()) continue;
-      auto guard = gm.graph().inserting_after(node);
-      ir::Node* dequantize = gm.graph().call_method("dequantize", {node});
-      for (ir::Node* user : std::vector<ir::Node*>(node->users())) {
-        if (user != dequantize) user->replace_input_with(node, dequantize);
-      }
+      detail::insert_dequantize_after(gm.graph(), *node);
     } else if (node->op() == ir::Opcode::kCallModule) {
       if (detail::is_observer_node(*node, gm)) {
         convert_observer(gm, attrs, *node, quantized_outputs);
       } else if (detail::is_dequant_stub(*node, gm)) {
-        detail::replace_dequant_stub(gm, *node);
+        detail::replace_with_dequantize(gm.graph(), *node);  // a DeQuantStub after a custom LSTM
       } else if (auto custom = detail::custom_module_at(*node, gm, custom_classes)) {
         convert_custom_module(gm, *node, *custom, custom_classes, quantized_outputs);
       } else if (dynamic_cast<const nn::QuantizableLSTMImpl*>(gm.get_submodule(node->target()).get())) {

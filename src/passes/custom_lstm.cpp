@@ -70,14 +70,4 @@ bool is_dequant_stub(const ir::Node& node, const ir::GraphModule& gm) {
   return module != nullptr && dynamic_cast<const nn::DeQuantStubImpl*>(module.get()) != nullptr;
 }
 
-void replace_dequant_stub(ir::GraphModule& gm, ir::Node& node) {
-  ir::Node* dequantize = nullptr;
-  {
-    auto guard = gm.graph().inserting_before(&node);
-    dequantize = gm.graph().call_method("dequantize", {node.args().at(0)});
-  }
-  node.replace_all_uses_with(dequantize);
-  gm.graph().erase_node(&node);
-}
-
 }  // namespace qfx::passes::detail

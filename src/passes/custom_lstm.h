@@ -29,7 +29,4 @@ void insert_lstm_dequant_stubs(ir::GraphModule& gm, ir::Node& lstm, std::unorder
 /// True for a call of a DeQuantStub module.
 bool is_dequant_stub(const ir::Node& node, const ir::GraphModule& gm);
 
-/// convert: the stub `node` becomes `dequantize` of its input.
-void replace_dequant_stub(ir::GraphModule& gm, ir::Node& node);
-
 }  // namespace qfx::passes::detail

@@ -215,7 +215,7 @@ void note_float_weighted_module(const PrepareContext& ctx, ir::Node& node, const
   if (node.op() != ir::Opcode::kCallModule) return;
   std::string type = ir::module_type_name(*ctx.gm.get_submodule(node.target()));
   if (!nn::has_reference_module(type)) return;
-  const backend::BackendPatternConfig* config = detail::module_config(ctx.options.backend(), type);
+  const backend::BackendPatternConfig* config = ctx.options.backend().module_config(type);
   if (config == nullptr || detail::supported_by_dtype_configs(qconfig, config->dtype_configs())) return;
   node.meta()[kFloatReasonMeta] = "convert keeps it float: no dtype config of the backend's " + type +
                                   " takes its qconfig's dtypes";

@@ -6,6 +6,7 @@
 #include "qfx/passes/pass.h"
 #include "qfx/passes/pass_jobs.h"
 #include "qfx/passes/prepare_state.h"
+#include "qdq_edits.h"
 
 #include <map>
 #include <memory>
@@ -80,7 +81,6 @@ std::optional<StaticMatch> match_static(const Lowering& l, ir::Node* node,
                                         const std::function<bool(const ir::Node&)>& accept,
                                         const std::vector<size_t>& dequantize_indexes);
 
-bool is_dequantize(const ir::Argument& arg);
 bool is_call(const ir::Node& node, ir::Opcode op, const char* target);
 /// The scale and zero point a quantize node's get_attr arguments hold.
 nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q);

@@ -76,10 +76,6 @@ bool is_call(const ir::Node& node, ir::Opcode op, const char* target) {
   return op == ir::Opcode::kCallFunction ? function_name(node) == target : node.target() == target;
 }
 
-bool is_dequantize(const ir::Argument& arg) {
-  return arg.is_node() && is_call(*arg.to_node(), ir::Opcode::kCallMethod, "dequantize");
-}
-
 nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q) {
   at::Tensor scale = l.gm.get_attr(q.args().at(1).to_node()->target()).toTensor();
   at::Tensor zero_point = l.gm.get_attr(q.args().at(2).to_node()->target()).toTensor();

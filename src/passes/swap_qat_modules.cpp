@@ -13,16 +13,10 @@
 namespace qfx::passes {
 namespace {
 
-/// The QAT class the backend maps `type` to, or "".
+/// The QAT class the backend maps `type` to, or "" (PyTorch's get_module_to_qat_module).
 std::string qat_type_for(const backend::BackendConfig& backend, const std::string& type) {
-  for (const backend::BackendPatternConfig& config : backend.configs()) {
-    const auto& elements = config.pattern().elements();
-    if (!config.qat_module().empty() && elements.size() == 1 && elements[0].op.kind == pattern::OpKind::kModule &&
-        elements[0].op.name == type) {
-      return config.qat_module();
-    }
-  }
-  return "";
+  const backend::BackendPatternConfig* config = backend.module_config(type);
+  return config != nullptr ? config->qat_module() : "";
 }
 
 }  // namespace

@@ -201,6 +201,10 @@ class BackendConfig {
   const std::vector<BackendPatternConfig>& configs() const { return configs_; }
   /// The config of `pattern`, or nullptr.
   const BackendPatternConfig* find(const pattern::Pattern& pattern) const;
+  /// The config whose pattern is the one module type `type` (a module class
+  /// as PyTorch's pattern), or nullptr: where qat_module and the reference
+  /// module of a module type are looked up.
+  const BackendPatternConfig* module_config(const std::string& type) const;
 
   bool operator==(const BackendConfig& other) const { return name_ == other.name_ && configs_ == other.configs_; }
   bool operator!=(const BackendConfig& other) const { return !(*this == other); }
@@ -209,6 +213,7 @@ class BackendConfig {
   std::string name_;
   std::vector<BackendPatternConfig> configs_;
   std::unordered_map<pattern::Pattern, size_t, pattern::PatternHash> index_;
+  std::unordered_map<std::string, size_t> module_index_;  // single-module patterns by type
 };
 
 }  // namespace qfx::backend
