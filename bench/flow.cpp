@@ -44,9 +44,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 nlohmann::json summary(std::vector<double> times) {
   std::sort(times.begin(), times.end());
@@ -208,10 +206,13 @@ int main(int argc, char** argv) {
                            {"repeats", totals.size()}};
   result["float_forward"] = float_forward(model, calib);
   const std::string scratch = out + ".latency.pt";
-  result["latency"] = latencies(model, out, [&] {
-    Timings unused;
-    return run_flow(model, calib, scratch, engine, unused);
-  }, eval);
+  result["latency"] = latencies(
+      model, out,
+      [&] {
+        Timings unused;
+        return run_flow(model, calib, scratch, engine, unused);
+      },
+      eval);
   std::filesystem::remove(scratch);
   torch::jit::Module float_script = torch::jit::load(model);
   at::Tensor reference = float_script.forward({eval}).toTensor();

@@ -35,8 +35,11 @@ int main(int argc, char** argv) {
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
-  nlohmann::json out = {{"median", times[times.size() / 2]}, {"min", times.front()}, {"max", times.back()},
-                        {"scale", q.scale.item<double>()}, {"zero_point", q.zero_point.item<int64_t>()}};
+  nlohmann::json out = {{"median", times[times.size() / 2]},
+                        {"min", times.front()},
+                        {"max", times.back()},
+                        {"scale", q.scale.item<double>()},
+                        {"zero_point", q.zero_point.item<int64_t>()}};
   std::cout << out.dump() << "\n";
   return 0;
 }

@@ -71,7 +71,11 @@ int main(int argc, char** argv) {
     qfx::passes::PassManager().add("fuse").add("insert-observers").time_passes(pass_times).run(*gm, options);
     prepare_times.push_back(pass_seconds(pass_times, first, first + 2));
     qfx::ir::Interpreter(*gm).run(inputs);
-    qfx::passes::PassManager().add("convert-to-reference").add("lower-to-native").time_passes(pass_times).run(*gm, options);
+    qfx::passes::PassManager()
+        .add("convert-to-reference")
+        .add("lower-to-native")
+        .time_passes(pass_times)
+        .run(*gm, options);
     convert_times.push_back(pass_seconds(pass_times, first + 2, first + 4));
     nodes = gm->graph().size();
   }

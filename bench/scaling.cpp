@@ -96,7 +96,11 @@ Run run_once(int nodes, const qfx::passes::PassOptions& options) {
   qfx::passes::PassManager().add("fuse").add("insert-observers").time_passes(run.times).run(*gm, options);
   run.prepared_nodes = gm->graph().size();
   qfx::ir::Interpreter(*gm).run({at::rand({1, 4, 2, 2})});
-  qfx::passes::PassManager().add("convert-to-reference").add("lower-to-native").time_passes(run.times).run(*gm, options);
+  qfx::passes::PassManager()
+      .add("convert-to-reference")
+      .add("lower-to-native")
+      .time_passes(run.times)
+      .run(*gm, options);
   return run;
 }
 

@@ -185,8 +185,7 @@ class NodeMatcher {
     if (start == nullptr) return nullptr;
     const ir::Node* end = start;
     while (end->users().size() == 1 && is_compute(*end->users()[0]) &&
-           is_fused_tail(op_of(float_model_, *end->users()[0])) &&
-           present_.count(end->users()[0]->name()) == 0) {
+           is_fused_tail(op_of(float_model_, *end->users()[0])) && present_.count(end->users()[0]->name()) == 0) {
       end = end->users()[0];
     }
     ends_[name] = end;
@@ -289,7 +288,8 @@ NumericComparison::NumericComparison(const ir::GraphModule& float_model, std::un
     quant_names_.push_back(name);
     float_names_.push_back(end->name());
   }
-  TORCH_CHECK(!layers_.empty(), "compare: no node of the float model has a match in the quantized model "
+  TORCH_CHECK(!layers_.empty(),
+              "compare: no node of the float model has a match in the quantized model "
               "(was it made from this float model?)");
   output_.name = output_.float_node = "output";
   output_.op = "output";

@@ -16,7 +16,8 @@ namespace {
 /// (a few hundred pattern configs), as they are used during the call only.
 passes::PassOptions options_for(const backend::BackendConfig& backend_config, const PrepareCustomConfig& custom) {
   passes::PassOptions options;
-  options.backend_config = std::shared_ptr<const backend::BackendConfig>(std::shared_ptr<const void>(), &backend_config);
+  options.backend_config =
+      std::shared_ptr<const backend::BackendConfig>(std::shared_ptr<const void>(), &backend_config);
   options.input_quantized_indexes = custom.input_quantized_indexes;
   options.output_quantized_indexes = custom.output_quantized_indexes;
   options.prepare_custom_config = std::make_shared<PrepareCustomConfig>(custom);

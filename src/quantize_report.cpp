@@ -86,10 +86,10 @@ nlohmann::json entry(const ir::GraphModule& gm, const ir::Node& n) {
   j["mode"] = mode;
   if (mode == "none") {
     auto why = n.meta().find(passes::kFloatReasonMeta);
-    j["reason"] = why != n.meta().end() ? std::any_cast<std::string>(why->second)
+    j["reason"] = why != n.meta().end()                                   ? std::any_cast<std::string>(why->second)
                   : n.meta().count(passes::kQConfigMeta) == 0 || !qconfig ? "the QConfigMapping gives it no qconfig"
-                  : observed ? "its qconfig quantizes nothing"
-                             : "no pattern of the BackendConfig covers it";
+                  : observed                                              ? "its qconfig quantizes nothing"
+                                                                          : "no pattern of the BackendConfig covers it";
   }
   nlohmann::json inputs = nlohmann::json::array();
   for (const ir::Argument& a : n.args()) {
@@ -113,11 +113,12 @@ std::vector<ReportNode> report_nodes_of(const ir::GraphModule& float_model) {
     if (n->op() == ir::Opcode::kPlaceholder || n->op() == ir::Opcode::kGetAttr || n->op() == ir::Opcode::kOutput) {
       continue;
     }
-    std::string op = n->op() == ir::Opcode::kCallModule ? "call_module"
+    std::string op = n->op() == ir::Opcode::kCallModule     ? "call_module"
                      : n->op() == ir::Opcode::kCallFunction ? "call_function"
-                                                              : "call_method";
-    std::string target = n->op() == ir::Opcode::kCallModule ? ir::module_type_name(*float_model.get_submodule(n->target()))
-                                                             : n->target();
+                                                            : "call_method";
+    std::string target = n->op() == ir::Opcode::kCallModule
+                             ? ir::module_type_name(*float_model.get_submodule(n->target()))
+                             : n->target();
     std::string first = !n->args().empty() && n->args()[0].is_node() ? n->args()[0].to_node()->name() : "";
     nodes.push_back({n->name(), op, target, first});
   }

@@ -45,8 +45,7 @@ std::string allocator_name() {
 bool reuse_freed_memory(size_t max_block, size_t keep) {
 #ifdef __GLIBC__
   TORCH_CHECK(max_block <= static_cast<size_t>(INT_MAX) && keep <= static_cast<size_t>(INT_MAX),
-              "reuse_freed_memory: thresholds must fit in an int (glibc's mallopt), got ", max_block, " and ",
-              keep);
+              "reuse_freed_memory: thresholds must fit in an int (glibc's mallopt), got ", max_block, " and ", keep);
   if (allocator_name() != "glibc") return false;
   // setting either threshold turns glibc's adaptive thresholds off, so both are set
   return mallopt(M_MMAP_THRESHOLD, static_cast<int>(max_block)) == 1 &&

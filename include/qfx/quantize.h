@@ -40,7 +40,8 @@ void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_map
 /// norms (ConvBn2d, ...), swaps in QAT modules (nn/qat.h) and inserts
 /// fake-quantize modules. Train it, then convert_fx.
 void prepare_qat_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_mapping,
-                    const backend::BackendConfig& backend_config, const PrepareCustomConfig& prepare_custom_config = {});
+                    const backend::BackendConfig& backend_config,
+                    const PrepareCustomConfig& prepare_custom_config = {});
 
 /// `convert_to_reference_fx`: the reference quantized model of a prepared
 /// (and calibrated) model: quantize/dequantize nodes and reference modules.

@@ -16,9 +16,7 @@ constexpr std::pair<ObservationType, const char*> kObservationTypeNames[] = {
     {ObservationType::INPUT_OUTPUT_NOT_OBSERVED, "INPUT_OUTPUT_NOT_OBSERVED"},
 };
 
-std::string module_name(const std::string& name) {
-  return pattern::OpCatalog::instance().resolve_module(name);
-}
+std::string module_name(const std::string& name) { return pattern::OpCatalog::instance().resolve_module(name); }
 
 template <typename Table>
 std::string registered(const Table* found, const std::string& name, const char* what) {
@@ -129,8 +127,7 @@ BackendPatternConfig& BackendPatternConfig::_set_root_node_getter(const std::str
 }
 
 BackendPatternConfig& BackendPatternConfig::_set_extra_inputs_getter(const std::string& name) {
-  extra_inputs_getter_ =
-      registered(BackendRegistry::instance().extra_inputs_getter(name), name, "extra inputs getter");
+  extra_inputs_getter_ = registered(BackendRegistry::instance().extra_inputs_getter(name), name, "extra inputs getter");
   return *this;
 }
 
@@ -169,8 +166,8 @@ void BackendPatternConfig::validate() const {
 }
 
 bool BackendPatternConfig::operator==(const BackendPatternConfig& o) const {
-  return pattern_ == o.pattern_ && observation_type_ == o.observation_type_ &&
-         dtype_configs_ == o.dtype_configs_ && root_module_ == o.root_module_ && qat_module_ == o.qat_module_ &&
+  return pattern_ == o.pattern_ && observation_type_ == o.observation_type_ && dtype_configs_ == o.dtype_configs_ &&
+         root_module_ == o.root_module_ && qat_module_ == o.qat_module_ &&
          reference_quantized_module_ == o.reference_quantized_module_ && fused_module_ == o.fused_module_ &&
          fuser_method_ == o.fuser_method_ && root_node_getter_ == o.root_node_getter_ &&
          extra_inputs_getter_ == o.extra_inputs_getter_ &&

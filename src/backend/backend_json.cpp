@@ -198,10 +198,12 @@ void read_internal(const json& j, const std::string& path, BackendPatternConfig&
         j["num_tensor_args_to_observation_type"], join_path(path, "num_tensor_args_to_observation_type")));
   }
   if (j.contains("input_type_to_index")) {
-    c._set_input_type_to_index(input_type_to_index_from_json(j["input_type_to_index"], join_path(path, "input_type_to_index")));
+    c._set_input_type_to_index(
+        input_type_to_index_from_json(j["input_type_to_index"], join_path(path, "input_type_to_index")));
   }
   if (j.contains("input_output_observed") && !j["input_output_observed"].is_null()) {
-    if (!j["input_output_observed"].is_boolean()) json_fail(join_path(path, "input_output_observed"), "expected true or false");
+    if (!j["input_output_observed"].is_boolean())
+      json_fail(join_path(path, "input_output_observed"), "expected true or false");
     c._set_input_output_observed(j["input_output_observed"].get<bool>());
   }
   if (j.contains("overwrite_output_fake_quantize") && !j["overwrite_output_fake_quantize"].is_null()) {
@@ -264,7 +266,8 @@ json pattern_config_to_json(const BackendPatternConfig& c) {
   set_if(j, "extra_inputs_getter", c.extra_inputs_getter());
   if (!c.num_tensor_args_to_observation_type().empty()) {
     json m = json::object();
-    for (const auto& [n, type] : c.num_tensor_args_to_observation_type()) m[std::to_string(n)] = observation_type_name(type);
+    for (const auto& [n, type] : c.num_tensor_args_to_observation_type())
+      m[std::to_string(n)] = observation_type_name(type);
     j["num_tensor_args_to_observation_type"] = m;
   }
   if (!c.input_type_to_index().empty()) j["input_type_to_index"] = c.input_type_to_index();
@@ -272,7 +275,8 @@ json pattern_config_to_json(const BackendPatternConfig& c) {
   if (c.overwrite_output_fake_quantize()) {
     j["overwrite_output_fake_quantize"] = quant::spec_to_json(*c.overwrite_output_fake_quantize());
   }
-  if (c.overwrite_output_observer()) j["overwrite_output_observer"] = quant::spec_to_json(*c.overwrite_output_observer());
+  if (c.overwrite_output_observer())
+    j["overwrite_output_observer"] = quant::spec_to_json(*c.overwrite_output_observer());
   return j;
 }
 
@@ -281,9 +285,8 @@ BackendPatternConfig pattern_config_from_json(const json& j, const std::string& 
   check_keys(j,
              {"pattern", "pattern_complex_format", "observation_type", "dtype_configs", "root_module", "qat_module",
               "reference_quantized_module", "reference_quantized_module_for_root", "fused_module", "fuser_method",
-              "root_node_getter", "extra_inputs_getter", "num_tensor_args_to_observation_type",
-              "input_type_to_index", "input_output_observed", "overwrite_output_fake_quantize",
-              "overwrite_output_observer"},
+              "root_node_getter", "extra_inputs_getter", "num_tensor_args_to_observation_type", "input_type_to_index",
+              "input_output_observed", "overwrite_output_fake_quantize", "overwrite_output_observer"},
              path);
   BackendPatternConfig c;
   c.set_pattern(pattern_from_json(j, path));

@@ -124,9 +124,9 @@ using BackendMaker = BackendConfig (*)();
 
 const std::vector<std::pair<std::string, BackendMaker>>& builtins() {
   static const std::vector<std::pair<std::string, BackendMaker>> kBuiltins = {
-      {"native", get_native_backend_config},   {"fbgemm", get_fbgemm_backend_config},
-      {"qnnpack", get_qnnpack_backend_config}, {"x86", get_x86_backend_config},
-      {"onednn", get_onednn_backend_config},   {"executorch", get_executorch_backend_config},
+      {"native", get_native_backend_config},     {"fbgemm", get_fbgemm_backend_config},
+      {"qnnpack", get_qnnpack_backend_config},   {"x86", get_x86_backend_config},
+      {"onednn", get_onednn_backend_config},     {"executorch", get_executorch_backend_config},
       {"tensorrt", get_tensorrt_backend_config},
   };
   return kBuiltins;

@@ -1,6 +1,8 @@
 // The op families the built-in backends share (PyTorch 1.13's
 // `_common_operator_config_utils.py`), transcribed config by config and in
 // the same order, with patterns in forward order.
+// Tables, one row per line (not reflowed by clang-format).
+// clang-format off
 
 #include "common_operator_configs.h"
 

@@ -35,7 +35,8 @@ PatternConfigs executorch_conv_configs() {
       weighted_module_config(fused, conv, reference, "torch.ao.nn.intrinsic.qat.ConvReLU2d", dt),
   };
   for (const char* relu : {"torch.nn.ReLU", "torch.nn.functional.relu"}) {
-    out.push_back(BackendPatternConfig().set_pattern({func, relu}).set_observation_type(kDifferent).set_dtype_configs(dt));
+    out.push_back(
+        BackendPatternConfig().set_pattern({func, relu}).set_observation_type(kDifferent).set_dtype_configs(dt));
   }
   return out;
 }
@@ -45,7 +46,8 @@ PatternConfigs executorch_binary_op_configs() {
       {0, kDifferent}, {1, ObservationType::OUTPUT_SHARE_OBSERVER_WITH_INPUT}, {2, kDifferent}};
   PatternConfigs out;
   for (const char* op : {"operator.add", "torch.add"}) {
-    out.push_back(BackendPatternConfig(op).set_dtype_configs({weighted_op_int8()})
+    out.push_back(BackendPatternConfig(op)
+                      .set_dtype_configs({weighted_op_int8()})
                       ._set_num_tensor_args_to_observation_type(by_tensor_args));
   }
   return out;
@@ -53,9 +55,9 @@ PatternConfigs executorch_binary_op_configs() {
 
 PatternConfigs executorch_share_qparams_op_configs() {
   PatternConfigs out;
-  for (const char* op : {"torch.nn.functional.adaptive_avg_pool2d", "torch.nn.functional.relu",
-                         "torch.nn.functional.relu6", "torch.nn.AdaptiveAvgPool2d", "torch.squeeze", "permute",
-                         "reshape", "relu", "relu_", "squeeze", "squeeze_"}) {
+  for (const char* op :
+       {"torch.nn.functional.adaptive_avg_pool2d", "torch.nn.functional.relu", "torch.nn.functional.relu6",
+        "torch.nn.AdaptiveAvgPool2d", "torch.squeeze", "permute", "reshape", "relu", "relu_", "squeeze", "squeeze_"}) {
     out.push_back(op_config(op, {default_op_quint8()}, ObservationType::OUTPUT_SHARE_OBSERVER_WITH_INPUT));
   }
   return out;

@@ -75,20 +75,24 @@ void append_conv_add_configs(PatternConfigs& configs, bool with_relu, const DTyp
     }
   }
   const char* fused = with_relu ? "torch.ao.nn.intrinsic.ConvAddReLU2d" : "torch.ao.nn.intrinsic.ConvAdd2d";
-  configs.push_back(op_config(fused, dt).set_root_module("torch.nn.Conv2d")
+  configs.push_back(op_config(fused, dt)
+                        .set_root_module("torch.nn.Conv2d")
                         .set_reference_quantized_module("torch.ao.nn.quantized.reference.Conv2d"));
 }
 
 /// Linear followed by an elementwise op, as module or function, fused into `fused`.
-void append_linear_eltwise_configs(PatternConfigs& configs, const std::string& post_module,
-                                   const std::string& post_op, const std::string& fused, const DTypeConfigs& dt) {
+void append_linear_eltwise_configs(PatternConfigs& configs, const std::string& post_module, const std::string& post_op,
+                                   const std::string& fused, const DTypeConfigs& dt) {
   configs.push_back(fusion_config({"torch.nn.Linear", post_module}, fused, dt));
   configs.push_back(fusion_config({"torch.nn.Linear", post_op}, fused, dt));
-  configs.push_back(op_config(fused, dt).set_root_module("torch.nn.Linear")
+  configs.push_back(op_config(fused, dt)
+                        .set_root_module("torch.nn.Linear")
                         .set_reference_quantized_module("torch.ao.nn.quantized.reference.Linear"));
   for (const std::string& post : {post_module, post_op}) {
-    configs.push_back(BackendPatternConfig().set_pattern({"torch.nn.functional.linear", post})
-                          .set_observation_type(kDifferent).set_dtype_configs(dt));
+    configs.push_back(BackendPatternConfig()
+                          .set_pattern({"torch.nn.functional.linear", post})
+                          .set_observation_type(kDifferent)
+                          .set_dtype_configs(dt));
   }
 }
 
@@ -104,8 +108,10 @@ BackendConfig get_onednn_backend_config() {
   PatternConfigs linear = linear_configs(linear_dtypes);
   append_linear_eltwise_configs(linear, "torch.nn.LeakyReLU", "torch.nn.functional.leaky_relu",
                                 "torch.ao.nn.intrinsic.LinearLeakyReLU", linear_dtypes);
-  linear.push_back(BackendPatternConfig().set_pattern({"torch.nn.Linear", "torch.nn.BatchNorm1d", "torch.nn.LeakyReLU"})
-                       .set_dtype_configs(linear_dtypes).set_fuser_method("_fuse_linear_bn_leaky_relu")
+  linear.push_back(BackendPatternConfig()
+                       .set_pattern({"torch.nn.Linear", "torch.nn.BatchNorm1d", "torch.nn.LeakyReLU"})
+                       .set_dtype_configs(linear_dtypes)
+                       .set_fuser_method("_fuse_linear_bn_leaky_relu")
                        .set_fused_module("torch.ao.nn.intrinsic.LinearLeakyReLU"));
   append_linear_eltwise_configs(linear, "torch.nn.Tanh", "torch.tanh", "torch.ao.nn.intrinsic.LinearTanh",
                                 linear_dtypes);

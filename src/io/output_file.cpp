@@ -59,8 +59,7 @@ std::optional<mode_t> existing_mode(const std::string& path, const std::string& 
 void check_directory(const std::string& path, const std::string& target) {
   std::string dir = directory_of(target);
   struct stat info {};
-  TORCH_CHECK(::stat(dir.c_str(), &info) == 0, "cannot write '", path, "': directory '", dir, "': ",
-              error_text(errno));
+  TORCH_CHECK(::stat(dir.c_str(), &info) == 0, "cannot write '", path, "': directory '", dir, "': ", error_text(errno));
   TORCH_CHECK(S_ISDIR(info.st_mode), "cannot write '", path, "': '", dir, "' is not a directory");
 }
 
@@ -70,8 +69,8 @@ void check_not_input(const std::string& path, const std::string& target, const O
   for (const std::string& input : options.inputs) {
     struct stat in {};
     if (input.empty() || input == "-" || ::stat(input.c_str(), &in) != 0) continue;
-    TORCH_CHECK(in.st_dev != out.st_dev || in.st_ino != out.st_ino, "cannot write '", path,
-                "': it is the input file '", input, "' of this command (pass --force to overwrite it)");
+    TORCH_CHECK(in.st_dev != out.st_dev || in.st_ino != out.st_ino, "cannot write '", path, "': it is the input file '",
+                input, "' of this command (pass --force to overwrite it)");
   }
 }
 

@@ -14,17 +14,17 @@ namespace {
 
 enum class Arg { kNone, kFixed, kLine, kTwoLines, kLength1, kLength4, kLength8 };
 enum class Effect {
-  kPush,          // pushes a new value
-  kNone,          // leaves the stack as it is (memo, proto)
-  kPop,           // pops one
-  kMark,          // pushes a mark
-  kPopMark,       // pops to the mark
-  kCollect,       // pops to the mark, pushes one value
-  kReplace1,      // pops 1, pushes 1
-  kReplace2,      // pops 2, pushes 1
-  kReplace3,      // pops 3, pushes 1
-  kAppend,        // APPEND
-  kSetItem,       // SETITEM
+  kPush,      // pushes a new value
+  kNone,      // leaves the stack as it is (memo, proto)
+  kPop,       // pops one
+  kMark,      // pushes a mark
+  kPopMark,   // pops to the mark
+  kCollect,   // pops to the mark, pushes one value
+  kReplace1,  // pops 1, pushes 1
+  kReplace2,  // pops 2, pushes 1
+  kReplace3,  // pops 3, pushes 1
+  kAppend,    // APPEND
+  kSetItem,   // SETITEM
   kStop,
   kUnsupported,
 };
@@ -35,6 +35,8 @@ struct OpRow {
   Effect effect;
 };
 
+// A table, one row per line (not reflowed by clang-format).
+// clang-format off
 std::optional<OpRow> row(unsigned char op) {
   switch (op) {
     case '(': return OpRow{Arg::kNone, 0, Effect::kMark};
@@ -74,6 +76,7 @@ std::optional<OpRow> row(unsigned char op) {
     default: return std::nullopt;  // DUP, INST, OBJ, FRAME, ...: not written by torch.save
   }
 }
+// clang-format on
 
 uint64_t little_endian(std::string_view bytes, size_t at, int n) {
   uint64_t v = 0;
@@ -97,7 +100,9 @@ std::optional<size_t> argument_size(std::string_view p, size_t at, const OpRow& 
       size_t nl = p.find('\n', at + *first);
       return nl == std::string_view::npos ? std::nullopt : std::optional<size_t>(nl + 1 - at);
     }
-    case Arg::kLength1: case Arg::kLength4: case Arg::kLength8: {
+    case Arg::kLength1:
+    case Arg::kLength4:
+    case Arg::kLength8: {
       int n = r.arg == Arg::kLength1 ? 1 : r.arg == Arg::kLength4 ? 4 : 8;
       if (at + n > p.size()) return std::nullopt;
       return n + little_endian(p, at, n);
@@ -135,7 +140,8 @@ bool step(Stack& stack, Effect effect, size_t offset, std::vector<size_t>& inser
   size_t start = 0;
   switch (effect) {
     case Effect::kPush: stack.push(offset); return true;
-    case Effect::kNone: case Effect::kStop: return true;
+    case Effect::kNone:
+    case Effect::kStop: return true;
     case Effect::kPop: return stack.pop(1, &start);
     case Effect::kMark: stack.push(offset, true); return true;
     case Effect::kPopMark: return stack.pop_to_mark(&start);
@@ -143,13 +149,16 @@ bool step(Stack& stack, Effect effect, size_t offset, std::vector<size_t>& inser
       if (!stack.pop_to_mark(&start)) return false;
       stack.push(start);
       return true;
-    case Effect::kReplace1: case Effect::kReplace2: case Effect::kReplace3: {
+    case Effect::kReplace1:
+    case Effect::kReplace2:
+    case Effect::kReplace3: {
       size_t n = effect == Effect::kReplace1 ? 1 : effect == Effect::kReplace2 ? 2 : 3;
       if (!stack.pop(n, &start)) return false;
       stack.push(start);
       return true;
     }
-    case Effect::kAppend: case Effect::kSetItem: {
+    case Effect::kAppend:
+    case Effect::kSetItem: {
       if (!stack.pop(effect == Effect::kAppend ? 1 : 2, &start)) return false;
       inserts.push_back(start);
       return true;

@@ -26,8 +26,7 @@ c10::IValue unpickle_torch_save(const std::vector<char>& bytes) {
   caffe2::serialize::PyTorchStreamReader archive(
       std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
   auto [data, size] = archive.getRecord("data.pkl");
-  std::string pickle = detail::expand_single_item_ops(
-      std::string_view(static_cast<const char*>(data.get()), size));
+  std::string pickle = detail::expand_single_item_ops(std::string_view(static_cast<const char*>(data.get()), size));
   size_t position = 0;
   auto read = [&](char* buffer, size_t n) {
     n = std::min(n, pickle.size() - position);

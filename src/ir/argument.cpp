@@ -14,14 +14,11 @@ Argument::Argument(bool value) : kind_(Kind::kBool), value_(value) {}
 Argument::Argument(int value) : kind_(Kind::kInt), value_(int64_t{value}) {}
 Argument::Argument(int64_t value) : kind_(Kind::kInt), value_(value) {}
 Argument::Argument(double value) : kind_(Kind::kDouble), value_(value) {}
-Argument::Argument(const char* value)
-    : kind_(Kind::kString), value_(std::string(value)) {}
-Argument::Argument(std::string value)
-    : kind_(Kind::kString), value_(std::move(value)) {}
+Argument::Argument(const char* value) : kind_(Kind::kString), value_(std::string(value)) {}
+Argument::Argument(std::string value) : kind_(Kind::kString), value_(std::move(value)) {}
 Argument::Argument(c10::ScalarType value) : kind_(Kind::kDtype), value_(value) {}
 Argument::Argument(c10::Layout value) : kind_(Kind::kLayout), value_(value) {}
-Argument::Argument(c10::MemoryFormat value)
-    : kind_(Kind::kMemoryFormat), value_(value) {}
+Argument::Argument(c10::MemoryFormat value) : kind_(Kind::kMemoryFormat), value_(value) {}
 
 Argument Argument::list(Items items) { return {Kind::kList, std::move(items)}; }
 Argument Argument::tuple(Items items) { return {Kind::kTuple, std::move(items)}; }
@@ -30,9 +27,7 @@ Argument Argument::slice(Argument start, Argument stop, Argument step) {
 }
 Argument Argument::ellipsis() { return {Kind::kEllipsis, std::monostate{}}; }
 
-bool Argument::has_items() const {
-  return kind_ == Kind::kList || kind_ == Kind::kTuple || kind_ == Kind::kSlice;
-}
+bool Argument::has_items() const { return kind_ == Kind::kList || kind_ == Kind::kTuple || kind_ == Kind::kSlice; }
 
 const char* kind_name(Argument::Kind kind) {
   switch (kind) {
@@ -55,8 +50,7 @@ const char* kind_name(Argument::Kind kind) {
 
 namespace {
 void check_kind(Argument::Kind actual, Argument::Kind expected) {
-  TORCH_CHECK(actual == expected, "Argument: expected ", kind_name(expected),
-              ", got ", kind_name(actual));
+  TORCH_CHECK(actual == expected, "Argument: expected ", kind_name(expected), ", got ", kind_name(actual));
 }
 }  // namespace
 
@@ -94,14 +88,11 @@ c10::MemoryFormat Argument::to_memory_format() const {
   return std::get<c10::MemoryFormat>(value_);
 }
 const Argument::Items& Argument::items() const {
-  TORCH_CHECK(has_items(), "Argument: expected list, tuple or slice, got ",
-              kind_name(kind_));
+  TORCH_CHECK(has_items(), "Argument: expected list, tuple or slice, got ", kind_name(kind_));
   return std::get<Items>(value_);
 }
 
-bool Argument::operator==(const Argument& other) const {
-  return kind_ == other.kind_ && value_ == other.value_;
-}
+bool Argument::operator==(const Argument& other) const { return kind_ == other.kind_ && value_ == other.value_; }
 
 void for_each_node(const Argument& arg, const std::function<void(Node*)>& fn) {
   if (arg.is_node()) {

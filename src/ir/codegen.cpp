@@ -22,22 +22,28 @@ struct OperatorForm {
 
 // FX's magic_methods (reflectable ones included) and inplace_methods.
 constexpr std::array<OperatorForm, 24> kMagicMethods{{
-    {"add", "{} + {}"}, {"sub", "{} - {}"}, {"mul", "{} * {}"},
-    {"floordiv", "{} // {}"}, {"truediv", "{} / {}"}, {"div", "{} / {}"},
-    {"mod", "{} % {}"}, {"pow", "{} ** {}"}, {"lshift", "{} << {}"},
-    {"rshift", "{} >> {}"}, {"and_", "{} & {}"}, {"or_", "{} | {}"},
-    {"xor", "{} ^ {}"}, {"getitem", "{}[{}]"}, {"matmul", "{} @ {}"},
-    {"eq", "{} == {}"}, {"ne", "{} != {}"}, {"lt", "{} < {}"}, {"gt", "{} > {}"},
-    {"le", "{} <= {}"}, {"ge", "{} >= {}"}, {"pos", "+{}"}, {"neg", "-{}"},
-    {"invert", "~{}"},
+    {"add", "{} + {}"},  {"sub", "{} - {}"}, {"mul", "{} * {}"},  {"floordiv", "{} // {}"}, {"truediv", "{} / {}"},
+    {"div", "{} / {}"},  {"mod", "{} % {}"}, {"pow", "{} ** {}"}, {"lshift", "{} << {}"},   {"rshift", "{} >> {}"},
+    {"and_", "{} & {}"}, {"or_", "{} | {}"}, {"xor", "{} ^ {}"},  {"getitem", "{}[{}]"},    {"matmul", "{} @ {}"},
+    {"eq", "{} == {}"},  {"ne", "{} != {}"}, {"lt", "{} < {}"},   {"gt", "{} > {}"},        {"le", "{} <= {}"},
+    {"ge", "{} >= {}"},  {"pos", "+{}"},     {"neg", "-{}"},      {"invert", "~{}"},
 }};
 
 constexpr std::array<OperatorForm, 14> kInplaceMethods{{
-    {"iadd", "{} += {}"}, {"iand", "{} &= {}"}, {"ifloordiv", "{} //= {}"},
-    {"ilshift", "{} <<= {}"}, {"imod", "{} %= {}"}, {"imul", "{} *= {}"},
-    {"imatmul", "{} @= {}"}, {"ior", "{} |= {}"}, {"ipow", "{} **= {}"},
-    {"irshift", "{} >>= {}"}, {"isub", "{} -= {}"}, {"itruediv", "{} /= {}"},
-    {"ixor", "{} ^= {}"}, {"setitem", "{}[{}] = {}"},
+    {"iadd", "{} += {}"},
+    {"iand", "{} &= {}"},
+    {"ifloordiv", "{} //= {}"},
+    {"ilshift", "{} <<= {}"},
+    {"imod", "{} %= {}"},
+    {"imul", "{} *= {}"},
+    {"imatmul", "{} @= {}"},
+    {"ior", "{} |= {}"},
+    {"ipow", "{} **= {}"},
+    {"irshift", "{} >>= {}"},
+    {"isub", "{} -= {}"},
+    {"itruediv", "{} /= {}"},
+    {"ixor", "{} ^= {}"},
+    {"setitem", "{}[{}] = {}"},
 }};
 
 template <size_t N>
@@ -161,8 +167,8 @@ std::string CodeWriter::call_function(const Node& node) {
   if (const char* form = find_form(kInplaceMethods, target)) {
     std::string operation = fill_form(form, args);
     if (hooks_.subscript_syntax && target == "operator.setitem" && args.size() == 3) {
-      operation = format_argument(args[0], false) + "[" + format_subscript(args[1]) + "] = " +
-                  format_argument(args[2], false);
+      operation =
+          format_argument(args[0], false) + "[" + format_subscript(args[1]) + "] = " + format_argument(args[2], false);
     }
     std::string separator = hooks_.one_statement_per_line ? "\n" : ";  ";
     return operation + separator + node.name() + " = " + format_argument(args.at(0), false);
@@ -181,10 +187,9 @@ std::string CodeWriter::statement(const Node& node) {
       free_vars_.push_back(node.target() + (args.empty() ? "" : " = " + format_argument(args[0], false)));
       return node.name() == node.target() ? "" : node.name() + " = " + node.target();
     case Opcode::kCallMethod:
-      return node.name() + " = " + format_target(format_argument(args.at(0), false), node.target()) +
-             "(" + format_call_args(args, 1, node.kwargs()) + ")";
-    case Opcode::kCallFunction:
-      return call_function(node);
+      return node.name() + " = " + format_target(format_argument(args.at(0), false), node.target()) + "(" +
+             format_call_args(args, 1, node.kwargs()) + ")";
+    case Opcode::kCallFunction: return call_function(node);
     case Opcode::kCallModule:
       if (hooks_.call_module) {
         std::vector<std::string> printed;
@@ -193,10 +198,8 @@ std::string CodeWriter::statement(const Node& node) {
       }
       return node.name() + " = " + format_target(root_, node.target()) + "(" +
              format_call_args(args, 0, node.kwargs()) + ")";
-    case Opcode::kGetAttr:
-      return node.name() + " = " + format_target(root_, node.target());
-    case Opcode::kOutput:
-      return "return " + format_argument(args.at(0), false);
+    case Opcode::kGetAttr: return node.name() + " = " + format_target(root_, node.target());
+    case Opcode::kOutput: return "return " + format_argument(args.at(0), false);
   }
   return "";
 }

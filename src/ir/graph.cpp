@@ -12,8 +12,7 @@
 
 namespace qfx::ir {
 
-InsertGuard::InsertGuard(InsertGuard&& other) noexcept
-    : graph_(other.graph_), previous_(other.previous_) {
+InsertGuard::InsertGuard(InsertGuard&& other) noexcept : graph_(other.graph_), previous_(other.previous_) {
   other.graph_ = nullptr;
 }
 
@@ -35,8 +34,7 @@ std::string name_candidate(Opcode op, const std::string& target) {
   if (op == Opcode::kCallFunction) {
     size_t dot = target.rfind('.');
     if (dot != std::string::npos) base = target.substr(dot + 1);
-  } else if (base.size() > 4 && base.rfind("__", 0) == 0 &&
-             base.compare(base.size() - 2, 2, "__") == 0) {
+  } else if (base.size() > 4 && base.rfind("__", 0) == 0 && base.compare(base.size() - 2, 2, "__") == 0) {
     base = base.substr(2, base.size() - 4);  // magic method: __getitem__ -> getitem
   }
   return snake_case(base);
@@ -58,8 +56,8 @@ void Graph::unlink(Node* node) {
   --size_;
 }
 
-Node* Graph::create_node(Opcode op, std::string target, std::vector<Argument> args,
-                         Kwargs kwargs, std::string_view name) {
+Node* Graph::create_node(Opcode op, std::string target, std::vector<Argument> args, Kwargs kwargs,
+                         std::string_view name) {
   std::string candidate = name.empty() ? name_candidate(op, target) : std::string(name);
   auto* node = new Node(this, namespace_.create_name(candidate), op, std::move(target));
   node->args_ = std::move(args);
@@ -75,68 +73,54 @@ Node* Graph::create_node(Opcode op, std::string target, std::vector<Argument> ar
   return node;
 }
 
-Node* Graph::placeholder(const std::string& name) {
-  return create_node(Opcode::kPlaceholder, name, {}, {}, name);
-}
+Node* Graph::placeholder(const std::string& name) { return create_node(Opcode::kPlaceholder, name, {}, {}, name); }
 
-Node* Graph::get_attr(const std::string& target) {
-  return create_node(Opcode::kGetAttr, target);
-}
+Node* Graph::get_attr(const std::string& target) { return create_node(Opcode::kGetAttr, target); }
 
 Node* Graph::call_module(const std::string& target, std::vector<Argument> args, Kwargs kwargs) {
   return create_node(Opcode::kCallModule, target, std::move(args), std::move(kwargs));
 }
 
-Node* Graph::call_function(const std::string& target, std::vector<Argument> args,
-                           Kwargs kwargs) {
+Node* Graph::call_function(const std::string& target, std::vector<Argument> args, Kwargs kwargs) {
   return create_node(Opcode::kCallFunction, target, std::move(args), std::move(kwargs));
 }
 
-Node* Graph::call_method(const std::string& method, std::vector<Argument> args,
-                         Kwargs kwargs) {
+Node* Graph::call_method(const std::string& method, std::vector<Argument> args, Kwargs kwargs) {
   return create_node(Opcode::kCallMethod, method, std::move(args), std::move(kwargs));
 }
 
-Node* Graph::output(Argument result) {
-  return create_node(Opcode::kOutput, "output", {std::move(result)});
-}
+Node* Graph::output(Argument result) { return create_node(Opcode::kOutput, "output", {std::move(result)}); }
 
-Node* Graph::node_copy(const Node& node,
-                       const std::function<Argument(Node*)>& arg_transform) {
+Node* Graph::node_copy(const Node& node, const std::function<Argument(Node*)>& arg_transform) {
   std::vector<Argument> args;
   for (const Argument& a : node.args()) args.push_back(map_nodes(a, arg_transform));
   Kwargs kwargs;
   for (const auto& [key, value] : node.kwargs()) {
     kwargs.emplace_back(key, map_nodes(value, arg_transform));
   }
-  Node* copy = create_node(node.op(), node.target(), std::move(args), std::move(kwargs),
-                           node.name());
+  Node* copy = create_node(node.op(), node.target(), std::move(args), std::move(kwargs), node.name());
   copy->meta_ = node.meta_;
   return copy;
 }
 
 InsertGuard Graph::inserting_before(Node* node) {
-  TORCH_CHECK(node == nullptr || &node->owning_graph() == this,
-              "inserting_before: node %", node->name(), " belongs to another graph");
+  TORCH_CHECK(node == nullptr || &node->owning_graph() == this, "inserting_before: node %", node->name(),
+              " belongs to another graph");
   InsertGuard guard(this, insert_before_);
   insert_before_ = node;
   return guard;
 }
 
 InsertGuard Graph::inserting_after(Node* node) {
-  TORCH_CHECK(node != nullptr && &node->owning_graph() == this,
-              "inserting_after: node is not in this graph");
+  TORCH_CHECK(node != nullptr && &node->owning_graph() == this, "inserting_after: node is not in this graph");
   return inserting_before(node->next_);
 }
 
 void Graph::erase_node(Node* node) {
-  TORCH_CHECK(&node->owning_graph() == this, "erase_node: node %", node->name(),
-              " belongs to another graph");
-  TORCH_CHECK(node->users_.empty(), "erase_node: node %", node->name(), " still has ",
-              node->users_.size(), " user(s), the first being %",
-              node->users_.front()->name(), "; replace its uses first");
-  TORCH_CHECK(node != insert_before_, "erase_node: node %", node->name(),
-              " is the current insert point");
+  TORCH_CHECK(&node->owning_graph() == this, "erase_node: node %", node->name(), " belongs to another graph");
+  TORCH_CHECK(node->users_.empty(), "erase_node: node %", node->name(), " still has ", node->users_.size(),
+              " user(s), the first being %", node->users_.front()->name(), "; replace its uses first");
+  TORCH_CHECK(node != insert_before_, "erase_node: node %", node->name(), " is the current insert point");
   node->unlink_inputs();
   unlink(node);
   delete node;
@@ -157,8 +141,7 @@ Node* Graph::find_node(std::string_view name) const {
 }
 
 Node* Graph::output_node() const {
-  TORCH_CHECK(tail_ != nullptr && tail_->op() == Opcode::kOutput,
-              "graph has no output node");
+  TORCH_CHECK(tail_ != nullptr && tail_->op() == Opcode::kOutput, "graph has no output node");
   return tail_;
 }
 
@@ -172,8 +155,7 @@ bool is_impure(const Node& node) {
   if (node.op() == Opcode::kCallFunction && node.target() == "operator.setitem") return true;
   // In-place methods (`add_`, `relu_`) act through their first argument.
   const std::string& t = node.target();
-  return node.op() == Opcode::kCallMethod && !t.empty() && t.back() == '_' &&
-         t.rfind("__", 0) != 0;
+  return node.op() == Opcode::kCallMethod && !t.empty() && t.back() == '_' && t.rfind("__", 0) != 0;
 }
 
 }  // namespace

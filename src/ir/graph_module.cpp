@@ -47,8 +47,7 @@ class ContainerImpl final : public torch::nn::Module {
     auto it = tensors_.find(name);
     return it != tensors_.end() ? &it->second : nullptr;
   }
-  std::shared_ptr<torch::nn::Module> clone(
-      const c10::optional<torch::Device>& device = c10::nullopt) const override {
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
     auto copy = std::make_shared<ContainerImpl>();
     for (const auto& child : named_children()) copy->set_child(child.key(), child.value()->clone(device));
     for (const auto& buffer : named_buffers(/*recurse=*/false)) {
@@ -64,12 +63,11 @@ class ContainerImpl final : public torch::nn::Module {
 };
 
 const bool kContainerRegistered = [] {
-  ModuleRegistry::instance().add(
-      {"torch.nn.Module", typeid(ContainerImpl),
-       [](torch::nn::Module&, std::vector<c10::IValue>&) -> c10::IValue {
-         TORCH_CHECK(false, "torch.nn.Module() has no forward");
-       },
-       nullptr, "Module"});
+  ModuleRegistry::instance().add({"torch.nn.Module", typeid(ContainerImpl),
+                                  [](torch::nn::Module&, std::vector<c10::IValue>&) -> c10::IValue {
+                                    TORCH_CHECK(false, "torch.nn.Module() has no forward");
+                                  },
+                                  nullptr, "Module"});
   return true;
 }();
 
@@ -85,8 +83,7 @@ const ContainerImpl* as_container(const torch::nn::Module& module) {
   return typeid(module) == typeid(ContainerImpl) ? static_cast<const ContainerImpl*>(&module) : nullptr;
 }
 
-std::shared_ptr<torch::nn::Module> child_of(const torch::nn::Module& parent,
-                                            const std::string& name) {
+std::shared_ptr<torch::nn::Module> child_of(const torch::nn::Module& parent, const std::string& name) {
   if (const auto* container = as_container(parent)) return container->find_child(name);
   auto children = parent.named_children();
   const auto* child = children.find(name);
@@ -118,9 +115,7 @@ std::optional<at::Tensor> tensor_of(const torch::nn::Module& owner, const std::s
 
 }  // namespace
 
-std::shared_ptr<torch::nn::Module> make_container_module() {
-  return std::make_shared<ContainerImpl>();
-}
+std::shared_ptr<torch::nn::Module> make_container_module() { return std::make_shared<ContainerImpl>(); }
 
 GraphModule::GraphModule() : GraphModule(make_container_module(), std::make_unique<Graph>()) {}
 
@@ -191,8 +186,7 @@ c10::IValue GraphModule::get_attr(const std::string& path) const {
   if (it != attributes_.end()) return it->second;
   auto [owner_path, name] = split_last(path);
   auto owner = find_submodule(owner_path);
-  TORCH_CHECK(owner != nullptr, "GraphModule has no attribute '", path, "': no submodule '",
-              owner_path, "'");
+  TORCH_CHECK(owner != nullptr, "GraphModule has no attribute '", path, "': no submodule '", owner_path, "'");
   auto tensor = tensor_of(*owner, name);
   TORCH_CHECK(tensor.has_value(), "GraphModule has no attribute '", path, "'");
   return *tensor;
@@ -247,12 +241,11 @@ void GraphModule::lint() const {
   graph_->lint();
   for (Node* node : graph_->nodes()) {
     if (node->op() == Opcode::kCallModule) {
-      TORCH_CHECK(find_submodule(node->target()) != nullptr, "lint: node %", node->name(),
-                  ": call_module target '", node->target(), "' is not a submodule\n",
-                  graph_->to_string());
+      TORCH_CHECK(find_submodule(node->target()) != nullptr, "lint: node %", node->name(), ": call_module target '",
+                  node->target(), "' is not a submodule\n", graph_->to_string());
     } else if (node->op() == Opcode::kGetAttr) {
-      TORCH_CHECK(has_attr(node->target()), "lint: node %", node->name(),
-                  ": get_attr target '", node->target(), "' does not exist\n", graph_->to_string());
+      TORCH_CHECK(has_attr(node->target()), "lint: node %", node->name(), ": get_attr target '", node->target(),
+                  "' does not exist\n", graph_->to_string());
     }
   }
 }

@@ -125,9 +125,9 @@ bool op_may_mutate(const Node& node) {
 // their repr: Hardswish, Hardsigmoid, Mish print nothing).
 const std::unordered_set<std::string>& inplace_capable() {
   static const std::unordered_set<std::string> names = {
-      "ReLU",  "ReLU6", "RReLU",     "Hardtanh", "Hardswish", "Hardsigmoid", "SiLU",      "Mish",
-      "ELU",   "CELU",  "SELU",      "LeakyReLU", "Threshold", "Dropout",    "Dropout1d", "Dropout2d",
-      "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"};
+      "ReLU",      "ReLU6",     "RReLU",     "Hardtanh",     "Hardswish",          "Hardsigmoid", "SiLU",
+      "Mish",      "ELU",       "CELU",      "SELU",         "LeakyReLU",          "Threshold",   "Dropout",
+      "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"};
   return names;
 }
 
@@ -162,10 +162,10 @@ struct Interpreter::Program {
     std::vector<ArgCode> args;
     std::vector<std::pair<std::string, ArgCode>> kwargs;
     std::vector<size_t> free_after;
-    bool observer = false;  // may run on the observer thread
-    bool barrier = false;   // may change a tensor in place
+    bool observer = false;    // may run on the observer thread
+    bool barrier = false;     // may change a tensor in place
     bool copy_input = false;  // an observer whose input an in-place module changes next
-    std::string where;      // "While executing %node ..." of an observer
+    std::string where;        // "While executing %node ..." of an observer
   };
 
   std::vector<Step> steps;
@@ -212,17 +212,16 @@ Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule&
       step.kind = StepKind::kPlaceholder;
       step.input_index = num_inputs++;
       step.has_default = !node.args().empty();
-      if (step.has_default) step.constant = constant_value(node.args()[0]);
-      else num_required = num_inputs;
+      if (step.has_default)
+        step.constant = constant_value(node.args()[0]);
+      else
+        num_required = num_inputs;
       break;
-    case Opcode::kGetAttr:
-      step.constant = gm.get_attr(node.target());
-      break;
+    case Opcode::kGetAttr: step.constant = gm.get_attr(node.target()); break;
     case Opcode::kCallModule: {
       auto module = gm.get_submodule(node.target());
       const ModuleKind* kind = ModuleRegistry::instance().find(*module);
-      TORCH_CHECK(kind != nullptr, "submodule '", node.target(), "' is a ", module->name(),
-                  ", which qfx cannot run");
+      TORCH_CHECK(kind != nullptr, "submodule '", node.target(), "' is a ", module->name(), ", which qfx cannot run");
       TORCH_CHECK(node.kwargs().empty(), "keyword arguments to modules are not supported");
       step.kind = StepKind::kModule;
       step.module = module.get();
@@ -239,14 +238,11 @@ Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule&
       bool is_fn = node.op() == Opcode::kCallFunction;
       step.kind = StepKind::kOp;
       step.op = (is_fn ? OpRegistry::functions() : OpRegistry::methods()).find(node.target());
-      TORCH_CHECK(step.op != nullptr, "no implementation of ", is_fn ? "function " : "method ",
-                  node.target());
+      TORCH_CHECK(step.op != nullptr, "no implementation of ", is_fn ? "function " : "method ", node.target());
       step.barrier = op_may_mutate(node);
       break;
     }
-    case Opcode::kOutput:
-      step.kind = StepKind::kOutput;
-      break;
+    case Opcode::kOutput: step.kind = StepKind::kOutput; break;
   }
   return step;
 }
@@ -269,12 +265,9 @@ c10::IValue Interpreter::Program::execute(const Step& step, std::vector<c10::IVa
   switch (step.kind) {
     case StepKind::kPlaceholder:
       return step.input_index < inputs.size() ? std::move(inputs[step.input_index]) : step.constant;
-    case StepKind::kConstant:
-      return step.constant;
-    case StepKind::kOutput:
-      return eval(step.args.at(0));
-    default:
-      break;
+    case StepKind::kConstant: return step.constant;
+    case StepKind::kOutput: return eval(step.args.at(0));
+    default: break;
   }
   std::vector<c10::IValue> args;
   args.reserve(step.args.size());
@@ -374,8 +367,7 @@ size_t Interpreter::num_inputs() const { return program_->num_inputs; }
 c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
   Program& p = *program_;
   TORCH_CHECK(inputs.size() >= p.num_required && inputs.size() <= p.num_inputs, "forward() takes ",
-              p.num_required == p.num_inputs ? "" : "at least ", p.num_required, " input(s), got ",
-              inputs.size());
+              p.num_required == p.num_inputs ? "" : "at least ", p.num_required, " input(s), got ", inputs.size());
   const bool later = observer_thread_ != ObserverThread::kOff && p.has_observers &&
                      (observer_thread_ == ObserverThread::kOn || util::idle_core_available());
   util::WorkerThread* observers = later ? &util::WorkerThread::instance() : nullptr;

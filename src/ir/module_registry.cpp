@@ -16,10 +16,8 @@ ModuleRegistry& ModuleRegistry::instance() {
 }
 
 void ModuleRegistry::add(ModuleKind kind) {
-  TORCH_CHECK(by_name_.count(kind.qualified_name) == 0, "module kind ",
-              kind.qualified_name, " is registered twice");
-  TORCH_CHECK(by_type_.count(kind.type) == 0, "C++ module type of ", kind.qualified_name,
-              " is registered twice");
+  TORCH_CHECK(by_name_.count(kind.qualified_name) == 0, "module kind ", kind.qualified_name, " is registered twice");
+  TORCH_CHECK(by_type_.count(kind.type) == 0, "C++ module type of ", kind.qualified_name, " is registered twice");
   kinds_.push_back(std::make_unique<ModuleKind>(std::move(kind)));
   const ModuleKind* k = kinds_.back().get();
   by_type_.emplace(k->type, k);

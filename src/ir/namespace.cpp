@@ -13,31 +13,24 @@ namespace {
 const std::unordered_set<std::string>& reserved_names() {
   static const std::unordered_set<std::string> kNames = {
       // keyword.kwlist
-      "False", "None", "True", "and", "as", "assert", "async", "await", "break",
-      "class", "continue", "def", "del", "elif", "else", "except", "finally",
-      "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
+      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+      "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
       "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
       // builtins.__dict__ (exception classes are CamelCase, never generated)
-      "Ellipsis", "NotImplemented", "__build_class__", "__debug__", "__doc__",
-      "__import__", "__loader__", "__name__", "__package__", "__spec__", "abs",
-      "aiter", "all", "anext", "any", "ascii", "bin", "bool", "breakpoint",
-      "bytearray", "bytes", "callable", "chr", "classmethod", "compile",
-      "complex", "copyright", "credits", "delattr", "dict", "dir", "divmod",
-      "enumerate", "eval", "exec", "exit", "filter", "float", "format",
-      "frozenset", "getattr", "globals", "hasattr", "hash", "help", "hex", "id",
-      "input", "int", "isinstance", "issubclass", "iter", "len", "license",
-      "list", "locals", "map", "max", "memoryview", "min", "next", "object",
-      "oct", "open", "ord", "pow", "print", "property", "quit", "range", "repr",
-      "reversed", "round", "set", "setattr", "slice", "sorted", "staticmethod",
-      "str", "sum", "super", "tuple", "type", "vars", "zip",
+      "Ellipsis", "NotImplemented", "__build_class__", "__debug__", "__doc__", "__import__", "__loader__", "__name__",
+      "__package__", "__spec__", "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool", "breakpoint",
+      "bytearray", "bytes", "callable", "chr", "classmethod", "compile", "complex", "copyright", "credits", "delattr",
+      "dict", "dir", "divmod", "enumerate", "eval", "exec", "exit", "filter", "float", "format", "frozenset", "getattr",
+      "globals", "hasattr", "hash", "help", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len",
+      "license", "list", "locals", "map", "max", "memoryview", "min", "next", "object", "oct", "open", "ord", "pow",
+      "print", "property", "quit", "range", "repr", "reversed", "round", "set", "setattr", "slice", "sorted",
+      "staticmethod", "str", "sum", "super", "tuple", "type", "vars", "zip",
       // FX's custom builtins, present in every generated forward()
       "inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree"};
   return kNames;
 }
 
-bool is_identifier_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
+bool is_identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // Splits "base_12" into ("base", 12); a name without a numeric suffix gives -1.
 std::pair<std::string, long long> split_suffix(const std::string& name) {
@@ -53,9 +46,7 @@ std::pair<std::string, long long> split_suffix(const std::string& name) {
 
 }  // namespace
 
-bool is_python_reserved(const std::string& name) {
-  return reserved_names().count(name) > 0;
-}
+bool is_python_reserved(const std::string& name) { return reserved_names().count(name) > 0; }
 
 std::string snake_case(std::string_view text) {
   std::string out;

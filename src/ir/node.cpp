@@ -77,8 +77,8 @@ void Node::unlink_inputs() {
 
 void Node::link_inputs() {
   for (Node* input : input_nodes()) {
-    TORCH_CHECK(&input->owning_graph() == graph_, "node %", name_, ": input %",
-                input->name(), " belongs to another graph");
+    TORCH_CHECK(&input->owning_graph() == graph_, "node %", name_, ": input %", input->name(),
+                " belongs to another graph");
     input->users_.push_back(this);
   }
 }
@@ -104,8 +104,7 @@ void Node::set_arg(size_t index, Argument value) {
 
 void Node::set_kwarg(const std::string& key, Argument value) {
   Kwargs kwargs = kwargs_;
-  auto it = std::find_if(kwargs.begin(), kwargs.end(),
-                         [&key](const auto& kv) { return kv.first == key; });
+  auto it = std::find_if(kwargs.begin(), kwargs.end(), [&key](const auto& kv) { return kv.first == key; });
   if (it == kwargs.end()) {
     kwargs.emplace_back(key, std::move(value));
   } else {
@@ -115,8 +114,7 @@ void Node::set_kwarg(const std::string& key, Argument value) {
 }
 
 void Node::prepend(Node* node) {
-  TORCH_CHECK(&node->owning_graph() == graph_, "prepend: node %", node->name(),
-              " belongs to another graph");
+  TORCH_CHECK(&node->owning_graph() == graph_, "prepend: node %", node->name(), " belongs to another graph");
   if (node == this) return;  // moving a node before itself changes nothing
   graph_->unlink(node);
   graph_->link_before(node, this);
@@ -127,15 +125,13 @@ void Node::append(Node* node) {
     next_->prepend(node);
     return;
   }
-  TORCH_CHECK(&node->owning_graph() == graph_, "append: node %", node->name(),
-              " belongs to another graph");
+  TORCH_CHECK(&node->owning_graph() == graph_, "append: node %", node->name(), " belongs to another graph");
   if (node == this) return;
   graph_->unlink(node);
   graph_->link_before(node, nullptr);
 }
 
-std::vector<Node*> Node::replace_all_uses_with(Node* replacement,
-                                               const std::function<bool(Node*)>& filter) {
+std::vector<Node*> Node::replace_all_uses_with(Node* replacement, const std::function<bool(Node*)>& filter) {
   std::vector<Node*> changed;
   for (Node* user : std::vector<Node*>(users_)) {
     if (filter && !filter(user)) continue;

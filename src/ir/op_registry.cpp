@@ -16,12 +16,11 @@ namespace {
 // The items of a list or tuple argument, each checked with `is_item`.
 std::vector<c10::IValue> items_of(const c10::IValue& v, const char* name, const char* what,
                                   bool (c10::IValue::*is_item)() const) {
-  TORCH_CHECK(v.isList() || v.isTuple(), "argument '", name, "' must be a list of ", what, ", got ",
-              v.tagKind());
+  TORCH_CHECK(v.isList() || v.isTuple(), "argument '", name, "' must be a list of ", what, ", got ", v.tagKind());
   std::vector<c10::IValue> items = v.isList() ? v.toListRef().vec() : v.toTupleRef().elements().vec();
   for (const c10::IValue& item : items) {
-    TORCH_CHECK((item.*is_item)(), "argument '", name, "' must be a list of ", what,
-                ", got an item of type ", item.tagKind());
+    TORCH_CHECK((item.*is_item)(), "argument '", name, "' must be a list of ", what, ", got an item of type ",
+                item.tagKind());
   }
   return items;
 }
@@ -60,8 +59,7 @@ const c10::IValue* CallArgs::find(size_t index, const char* name) const {
   if (index < args_.size()) {
     found = &args_[index];
   } else {
-    auto it = std::find_if(kwargs_.begin(), kwargs_.end(),
-                           [name](const auto& kv) { return kv.first == name; });
+    auto it = std::find_if(kwargs_.begin(), kwargs_.end(), [name](const auto& kv) { return kv.first == name; });
     if (it != kwargs_.end()) found = &it->second;
   }
   return found != nullptr && !found->isNone() ? found : nullptr;
@@ -104,16 +102,14 @@ int64_t CallArgs::int_or(size_t index, const char* name, int64_t fallback) const
 double CallArgs::double_or(size_t index, const char* name, double fallback) const {
   const c10::IValue* v = find(index, name);
   if (v == nullptr) return fallback;
-  TORCH_CHECK(v->isDouble() || v->isInt(), "argument '", name, "' must be a float, got ",
-              v->tagKind());
+  TORCH_CHECK(v->isDouble() || v->isInt(), "argument '", name, "' must be a float, got ", v->tagKind());
   return v->isDouble() ? v->toDouble() : static_cast<double>(v->toInt());
 }
 
 bool CallArgs::bool_or(size_t index, const char* name, bool fallback) const {
   const c10::IValue* v = find(index, name);
   if (v == nullptr) return fallback;
-  TORCH_CHECK(v->isBool() || v->isInt(), "argument '", name, "' must be a bool, got ",
-              v->tagKind());
+  TORCH_CHECK(v->isBool() || v->isInt(), "argument '", name, "' must be a bool, got ", v->tagKind());
   return v->isBool() ? v->toBool() : v->toInt() != 0;
 }
 
@@ -123,12 +119,9 @@ at::Scalar CallArgs::scalar(size_t index, const char* name) const {
   return v.toScalar();
 }
 
-std::vector<int64_t> CallArgs::int_list(size_t index, const char* name) const {
-  return ints_of(at(index, name), name);
-}
+std::vector<int64_t> CallArgs::int_list(size_t index, const char* name) const { return ints_of(at(index, name), name); }
 
-std::vector<int64_t> CallArgs::int_list_or(size_t index, const char* name,
-                                           std::vector<int64_t> fallback) const {
+std::vector<int64_t> CallArgs::int_list_or(size_t index, const char* name, std::vector<int64_t> fallback) const {
   const c10::IValue* v = find(index, name);
   return v != nullptr ? ints_of(*v, name) : fallback;
 }
@@ -193,8 +186,7 @@ std::vector<std::string> OpRegistry::names() const {
 }
 
 c10::IValue make_slice(c10::IValue start, c10::IValue stop, c10::IValue step) {
-  return c10::ivalue::Tuple::createNamed({std::move(start), std::move(stop), std::move(step)},
-                                         slice_type());
+  return c10::ivalue::Tuple::createNamed({std::move(start), std::move(stop), std::move(step)}, slice_type());
 }
 
 bool is_slice(const c10::IValue& value) { return has_tuple_type(value, slice_type()); }

@@ -115,8 +115,7 @@ c10::IValue binary(BinaryOp op, const c10::IValue& lhs, const c10::IValue& rhs) 
   if (lhs.isTensor() && rhs.isScalar()) return tensor_op(op, lhs.toTensor(), rhs.toScalar());
   if (lhs.isScalar() && rhs.isTensor()) return scalar_tensor_op(op, lhs.toScalar(), rhs.toTensor());
   if (lhs.isInt() && rhs.isInt()) return int_op(op, lhs.toInt(), rhs.toInt());
-  TORCH_CHECK(lhs.isScalar() && rhs.isScalar(), "unsupported operand types ", lhs.tagKind(),
-              " and ", rhs.tagKind());
+  TORCH_CHECK(lhs.isScalar() && rhs.isScalar(), "unsupported operand types ", lhs.tagKind(), " and ", rhs.tagKind());
   return double_op(op, lhs.toScalar().toDouble(), rhs.toScalar().toDouble());
 }
 

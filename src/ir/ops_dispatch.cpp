@@ -29,7 +29,8 @@ c10::optional<c10::IValue> coerce(const c10::IValue& value, const c10::TypePtr& 
     if (type->kind() == c10::TypeKind::OptionalType) return value;
     return c10::nullopt;
   }
-  c10::TypePtr want = type->kind() == c10::TypeKind::OptionalType ? type->expectRef<c10::OptionalType>().getElementType() : type;
+  c10::TypePtr want =
+      type->kind() == c10::TypeKind::OptionalType ? type->expectRef<c10::OptionalType>().getElementType() : type;
   switch (want->kind()) {
     case c10::TypeKind::FloatType:
       if (value.isDouble()) return value;
@@ -41,12 +42,9 @@ c10::optional<c10::IValue> coerce(const c10::IValue& value, const c10::TypePtr& 
         return c10::IValue(value.toTensor().item<int64_t>());
       }
       return value.isInt() ? c10::optional<c10::IValue>(value) : c10::nullopt;
-    case c10::TypeKind::BoolType:
-      return value.isBool() ? c10::optional<c10::IValue>(value) : c10::nullopt;
-    case c10::TypeKind::NumberType:
-      return value.isScalar() ? c10::optional<c10::IValue>(value) : c10::nullopt;
-    case c10::TypeKind::TensorType:
-      return value.isTensor() ? c10::optional<c10::IValue>(value) : c10::nullopt;
+    case c10::TypeKind::BoolType: return value.isBool() ? c10::optional<c10::IValue>(value) : c10::nullopt;
+    case c10::TypeKind::NumberType: return value.isScalar() ? c10::optional<c10::IValue>(value) : c10::nullopt;
+    case c10::TypeKind::TensorType: return value.isTensor() ? c10::optional<c10::IValue>(value) : c10::nullopt;
     case c10::TypeKind::ListType: {
       c10::TypePtr item = want->expectRef<c10::ListType>().getElementType();
       if (item->kind() == c10::TypeKind::IntType) {
@@ -74,8 +72,7 @@ c10::optional<c10::IValue> coerce(const c10::IValue& value, const c10::TypePtr& 
       }
       return value.type()->isSubtypeOf(*want) ? c10::optional<c10::IValue>(value) : c10::nullopt;
     }
-    default:
-      return value.type()->isSubtypeOf(*want) ? c10::optional<c10::IValue>(value) : c10::nullopt;
+    default: return value.type()->isSubtypeOf(*want) ? c10::optional<c10::IValue>(value) : c10::nullopt;
   }
 }
 

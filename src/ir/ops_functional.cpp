@@ -62,7 +62,8 @@ std::vector<T> spatial(const c10::IValue& v, int64_t n) {
     for (const c10::IValue& item : v.toListRef()) out.push_back(item.isDouble() ? item.toDouble() : item.toInt());
     return out;
   }
-  return std::vector<T>(static_cast<size_t>(n), v.isDouble() ? static_cast<T>(v.toDouble()) : static_cast<T>(v.toInt()));
+  return std::vector<T>(static_cast<size_t>(n),
+                        v.isDouble() ? static_cast<T>(v.toDouble()) : static_cast<T>(v.toInt()));
 }
 
 // F.interpolate(input, size=None, scale_factor=None, mode='nearest', align_corners=None, ...): the ATen op
@@ -75,8 +76,10 @@ at::Tensor interpolate(A a) {
   TORCH_CHECK(size != nullptr || scale != nullptr, "interpolate needs size or scale_factor");
   c10::optional<std::vector<int64_t>> out_size;
   c10::optional<std::vector<double>> scales;
-  if (size != nullptr) out_size = spatial<int64_t>(*size, dims);
-  else scales = spatial<double>(*scale, dims);
+  if (size != nullptr)
+    out_size = spatial<int64_t>(*size, dims);
+  else
+    scales = spatial<double>(*scale, dims);
   c10::OptionalIntArrayRef o = out_size ? c10::OptionalIntArrayRef(*out_size) : c10::nullopt;
   c10::optional<c10::ArrayRef<double>> s = scales ? c10::optional<c10::ArrayRef<double>>(*scales) : c10::nullopt;
   const c10::IValue* mode_value = a.find(3, "mode");
@@ -142,8 +145,8 @@ at::Tensor dropout(A a) {
 at::Tensor batch_norm(A a) {
   return at::batch_norm(a.tensor(0, "input"), a.optional_tensor(3, "weight"), a.optional_tensor(4, "bias"),
                         a.optional_tensor(1, "running_mean"), a.optional_tensor(2, "running_var"),
-                        a.bool_or(5, "training", false), a.double_or(6, "momentum", 0.1),
-                        a.double_or(7, "eps", 1e-5), true);
+                        a.bool_or(5, "training", false), a.double_or(6, "momentum", 0.1), a.double_or(7, "eps", 1e-5),
+                        true);
 }
 
 at::Tensor embedding(A a) {
@@ -151,8 +154,8 @@ at::Tensor embedding(A a) {
   int64_t padding_idx = a.int_or(2, "padding_idx", -1);
   if (a.find(2, "padding_idx") != nullptr && padding_idx < 0) padding_idx += weight.size(0);
   TORCH_CHECK(a.find(3, "max_norm") == nullptr, "embedding with max_norm is not supported");
-  return at::embedding(weight, a.tensor(0, "input"), padding_idx,
-                       a.bool_or(5, "scale_grad_by_freq", false), a.bool_or(6, "sparse", false));
+  return at::embedding(weight, a.tensor(0, "input"), padding_idx, a.bool_or(5, "scale_grad_by_freq", false),
+                       a.bool_or(6, "sparse", false));
 }
 
 at::Tensor pad(A a) {
@@ -168,7 +171,8 @@ const bool kRegistered = [] {
   OpRegistry::functions().add({
       {"torch.nn.functional.relu", [](A a) -> c10::IValue { return relu(a); }},
       {"torch.nn.functional.relu6", [](A a) -> c10::IValue { return hardtanh(a, 0.0, 6.0, 1); }},
-      {"torch.nn.functional.hardtanh", [](A a) -> c10::IValue {
+      {"torch.nn.functional.hardtanh",
+       [](A a) -> c10::IValue {
          return hardtanh(a, a.double_or(1, "min_val", -1.0), a.double_or(2, "max_val", 1.0), 3);
        }},
       {"torch.nn.functional.hardswish", unary_inplace<at::hardswish, at::hardswish_>},
@@ -176,26 +180,29 @@ const bool kRegistered = [] {
       {"torch.nn.functional.silu", unary_inplace<at::silu, at::silu_>},
       {"torch.nn.functional.sigmoid", [](A a) -> c10::IValue { return at::sigmoid(a.tensor(0, "input")); }},
       {"torch.nn.functional.tanh", [](A a) -> c10::IValue { return at::tanh(a.tensor(0, "input")); }},
-      {"torch.nn.functional.gelu", [](A a) -> c10::IValue {
+      {"torch.nn.functional.gelu",
+       [](A a) -> c10::IValue {
          const c10::IValue* approximate = a.find(1, "approximate");
          return at::gelu(a.tensor(0, "input"), approximate ? approximate->toStringRef() : "none");
        }},
-      {"torch.nn.functional.elu", [](A a) -> c10::IValue {
+      {"torch.nn.functional.elu",
+       [](A a) -> c10::IValue {
          at::Tensor x = a.tensor(0, "input");
          double alpha = a.double_or(1, "alpha", 1.0);
          return a.bool_or(2, "inplace", false) ? at::elu_(x, alpha) : at::elu(x, alpha);
        }},
-      {"torch.nn.functional.leaky_relu", [](A a) -> c10::IValue {
+      {"torch.nn.functional.leaky_relu",
+       [](A a) -> c10::IValue {
          at::Tensor x = a.tensor(0, "input");
          double slope = a.double_or(1, "negative_slope", 0.01);
          return a.bool_or(2, "inplace", false) ? at::leaky_relu_(x, slope) : at::leaky_relu(x, slope);
        }},
-      {"torch.nn.functional.prelu", [](A a) -> c10::IValue {
-         return at::prelu(a.tensor(0, "input"), a.tensor(1, "weight"));
-       }},
+      {"torch.nn.functional.prelu",
+       [](A a) -> c10::IValue { return at::prelu(a.tensor(0, "input"), a.tensor(1, "weight")); }},
       {"torch.nn.functional.softmax", [](A a) -> c10::IValue { return softmax(a, false); }},
       {"torch.nn.functional.log_softmax", [](A a) -> c10::IValue { return softmax(a, true); }},
-      {"torch.nn.functional.linear", [](A a) -> c10::IValue {
+      {"torch.nn.functional.linear",
+       [](A a) -> c10::IValue {
          return at::linear(a.tensor(0, "input"), a.tensor(1, "weight"), a.optional_tensor(2, "bias"));
        }},
       {"torch.nn.functional.conv1d", [](A a) -> c10::IValue { return convolution<1, false>(a); }},
@@ -205,15 +212,12 @@ const bool kRegistered = [] {
       {"torch.nn.functional.conv_transpose2d", [](A a) -> c10::IValue { return convolution<2, true>(a); }},
       {"torch.nn.functional.conv_transpose3d", [](A a) -> c10::IValue { return convolution<3, true>(a); }},
       {"torch.nn.functional.interpolate", [](A a) -> c10::IValue { return interpolate(a); }},
-      {"torch.nn.functional.pixel_shuffle", [](A a) -> c10::IValue {
-         return at::pixel_shuffle(a.tensor(0, "input"), a.to_int(1, "upscale_factor"));
-       }},
-      {"torch.nn.functional.pixel_unshuffle", [](A a) -> c10::IValue {
-         return at::pixel_unshuffle(a.tensor(0, "input"), a.to_int(1, "downscale_factor"));
-       }},
-      {"torch.nn.functional.channel_shuffle", [](A a) -> c10::IValue {
-         return at::channel_shuffle(a.tensor(0, "input"), a.to_int(1, "groups"));
-       }},
+      {"torch.nn.functional.pixel_shuffle",
+       [](A a) -> c10::IValue { return at::pixel_shuffle(a.tensor(0, "input"), a.to_int(1, "upscale_factor")); }},
+      {"torch.nn.functional.pixel_unshuffle",
+       [](A a) -> c10::IValue { return at::pixel_unshuffle(a.tensor(0, "input"), a.to_int(1, "downscale_factor")); }},
+      {"torch.nn.functional.channel_shuffle",
+       [](A a) -> c10::IValue { return at::channel_shuffle(a.tensor(0, "input"), a.to_int(1, "groups")); }},
       {"torch.nn.functional.max_pool1d", [](A a) -> c10::IValue { return max_pool<1>(a); }},
       {"torch.nn.functional.max_pool2d", [](A a) -> c10::IValue { return max_pool<2>(a); }},
       {"torch.nn.functional.max_pool3d", [](A a) -> c10::IValue { return max_pool<3>(a); }},
@@ -224,17 +228,19 @@ const bool kRegistered = [] {
       {"torch.nn.functional.adaptive_avg_pool2d", [](A a) -> c10::IValue { return adaptive_avg_pool<2>(a); }},
       {"torch.nn.functional.adaptive_avg_pool3d", [](A a) -> c10::IValue { return adaptive_avg_pool<3>(a); }},
       {"torch.nn.functional.dropout", [](A a) -> c10::IValue { return dropout(a); }},
-      {"torch.nn.functional.layer_norm", [](A a) -> c10::IValue {
-         return at::layer_norm(a.tensor(0, "input"), a.int_list(1, "normalized_shape"),
-                               a.optional_tensor(2, "weight"), a.optional_tensor(3, "bias"),
-                               a.double_or(4, "eps", 1e-5));
+      {"torch.nn.functional.layer_norm",
+       [](A a) -> c10::IValue {
+         return at::layer_norm(a.tensor(0, "input"), a.int_list(1, "normalized_shape"), a.optional_tensor(2, "weight"),
+                               a.optional_tensor(3, "bias"), a.double_or(4, "eps", 1e-5));
        }},
-      {"torch.nn.functional.group_norm", [](A a) -> c10::IValue {
+      {"torch.nn.functional.group_norm",
+       [](A a) -> c10::IValue {
          return at::group_norm(a.tensor(0, "input"), a.to_int(1, "num_groups"), a.optional_tensor(2, "weight"),
                                a.optional_tensor(3, "bias"), a.double_or(4, "eps", 1e-5));
        }},
       {"torch.nn.functional.batch_norm", [](A a) -> c10::IValue { return batch_norm(a); }},
-      {"torch.nn.functional.instance_norm", [](A a) -> c10::IValue {
+      {"torch.nn.functional.instance_norm",
+       [](A a) -> c10::IValue {
          return at::instance_norm(a.tensor(0, "input"), a.optional_tensor(3, "weight"), a.optional_tensor(4, "bias"),
                                   a.optional_tensor(1, "running_mean"), a.optional_tensor(2, "running_var"),
                                   a.bool_or(5, "use_input_stats", true), a.double_or(6, "momentum", 0.1),

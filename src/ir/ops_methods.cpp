@@ -65,25 +65,25 @@ const bool kRegistered = [] {
       {"numel", [](A a) -> c10::IValue { return self(a).numel(); }},
       {"view", [](A a) -> c10::IValue { return self(a).view(a.int_varargs(1, "size")); }},
       {"reshape", [](A a) -> c10::IValue { return self(a).reshape(a.int_varargs(1, "shape")); }},
-      {"flatten", [](A a) -> c10::IValue {
-         return self(a).flatten(a.int_or(1, "start_dim", 0), a.int_or(2, "end_dim", -1));
-       }},
+      {"flatten",
+       [](A a) -> c10::IValue { return self(a).flatten(a.int_or(1, "start_dim", 0), a.int_or(2, "end_dim", -1)); }},
       {"permute", [](A a) -> c10::IValue { return self(a).permute(a.int_varargs(1, "dims")); }},
       {"transpose", [](A a) -> c10::IValue { return self(a).transpose(a.to_int(1, "dim0"), a.to_int(2, "dim1")); }},
       {"t", [](A a) -> c10::IValue { return self(a).t(); }},
       {"unsqueeze", [](A a) -> c10::IValue { return self(a).unsqueeze(a.to_int(1, "dim")); }},
-      {"squeeze", [](A a) -> c10::IValue {
-         return a.find(1, "dim") ? self(a).squeeze(a.to_int(1, "dim")) : self(a).squeeze();
-       }},
+      {"squeeze",
+       [](A a) -> c10::IValue { return a.find(1, "dim") ? self(a).squeeze(a.to_int(1, "dim")) : self(a).squeeze(); }},
       {"expand", [](A a) -> c10::IValue { return self(a).expand(a.int_varargs(1, "size")); }},
       {"new_zeros", [](A a) -> c10::IValue { return self(a).new_zeros(a.int_varargs(1, "size")); }},
       {"repeat", [](A a) -> c10::IValue { return self(a).repeat(a.int_varargs(1, "repeats")); }},
-      {"contiguous", [](A a) -> c10::IValue {
+      {"contiguous",
+       [](A a) -> c10::IValue {
          const c10::IValue* format = a.find(1, "memory_format");
          return self(a).contiguous(format ? static_cast<at::MemoryFormat>(format->toInt())
                                           : at::MemoryFormat::Contiguous);
        }},
-      {"chunk", [](A a) -> c10::IValue { return sequence(self(a).chunk(a.to_int(1, "chunks"), a.int_or(2, "dim", 0))); }},
+      {"chunk",
+       [](A a) -> c10::IValue { return sequence(self(a).chunk(a.to_int(1, "chunks"), a.int_or(2, "dim", 0))); }},
       {"mean", [](A a) { return reduce(a, true); }},
       {"sum", [](A a) { return reduce(a, false); }},
       {"relu", [](A a) -> c10::IValue { return self(a).relu(); }},
@@ -92,7 +92,8 @@ const bool kRegistered = [] {
       {"sigmoid_", [](A a) -> c10::IValue { return self(a).sigmoid_(); }},
       {"tanh", [](A a) -> c10::IValue { return self(a).tanh(); }},
       {"softmax", [](A a) -> c10::IValue { return self(a).softmax(a.to_int(1, "dim"), a.optional_dtype(2, "dtype")); }},
-      {"clamp", [](A a) -> c10::IValue {
+      {"clamp",
+       [](A a) -> c10::IValue {
          const c10::IValue* lo = a.find(1, "min");
          const c10::IValue* hi = a.find(2, "max");
          return self(a).clamp(lo ? c10::optional<at::Scalar>(lo->toScalar()) : c10::nullopt,
@@ -112,15 +113,19 @@ const bool kRegistered = [] {
       {"float", [](A a) -> c10::IValue { return self(a).to(at::kFloat); }},
       {"half", [](A a) -> c10::IValue { return self(a).to(at::kHalf); }},
       {"detach", [](A a) -> c10::IValue { return self(a).detach(); }},
-      {"masked_fill", [](A a) -> c10::IValue {
+      {"masked_fill",
+       [](A a) -> c10::IValue {
          const c10::IValue& value = a.at(2, "value");
          at::Tensor mask = a.tensor(1, "mask");
-         return value.isTensor() ? self(a).masked_fill(mask, value.toTensor()) : self(a).masked_fill(mask, value.toScalar());
+         return value.isTensor() ? self(a).masked_fill(mask, value.toTensor())
+                                 : self(a).masked_fill(mask, value.toScalar());
        }},
-      {"narrow", [](A a) -> c10::IValue {
+      {"narrow",
+       [](A a) -> c10::IValue {
          return self(a).narrow(a.to_int(1, "dim"), a.to_int(2, "start"), a.to_int(3, "length"));
        }},
-      {"repeat_interleave", [](A a) -> c10::IValue {
+      {"repeat_interleave",
+       [](A a) -> c10::IValue {
          const c10::IValue& repeats = a.at(1, "repeats");
          c10::optional<int64_t> dim = a.find(2, "dim") ? c10::optional<int64_t>(a.to_int(2, "dim")) : c10::nullopt;
          return repeats.isTensor() ? self(a).repeat_interleave(repeats.toTensor(), dim)

@@ -32,9 +32,7 @@ c10::IValue reduce(A a, bool mean) {
   return mean ? at::mean(x, dims, keep, dtype) : at::sum(x, dims, keep, dtype);
 }
 
-c10::IValue tensor_sequence(std::vector<at::Tensor> parts) {
-  return c10::List<at::Tensor>(parts);
-}
+c10::IValue tensor_sequence(std::vector<at::Tensor> parts) { return c10::List<at::Tensor>(parts); }
 
 c10::IValue quantize_per_tensor(A a) {
   at::Tensor x = a.tensor(0, "input");
@@ -71,7 +69,8 @@ const bool kRegistered = [] {
       {"operator.mod", [](A a) { return arithmetic(a, BinaryOp::kMod, "a", "b"); }},
       {"operator.pow", [](A a) { return arithmetic(a, BinaryOp::kPow, "a", "b"); }},
       {"operator.matmul", [](A a) { return arithmetic(a, BinaryOp::kMatMul, "a", "b"); }},
-      {"operator.neg", [](A a) -> c10::IValue {
+      {"operator.neg",
+       [](A a) -> c10::IValue {
          const c10::IValue& x = a.at(0, "a");
          if (x.isTensor()) return at::neg(x.toTensor());
          return x.isInt() ? c10::IValue(-x.toInt()) : c10::IValue(-x.toDouble());
@@ -88,7 +87,8 @@ const bool kRegistered = [] {
       {"torch.add", [](A a) { return add_like(a, BinaryOp::kAdd); }},
       {"torch.sub", [](A a) { return add_like(a, BinaryOp::kSub); }},
       {"torch.mul", [](A a) { return arithmetic(a, BinaryOp::kMul, "input", "other"); }},
-      {"torch.div", [](A a) -> c10::IValue {
+      {"torch.div",
+       [](A a) -> c10::IValue {
          const c10::IValue* mode = a.find(2, "rounding_mode");
          if (mode == nullptr) return arithmetic(a, BinaryOp::kTrueDiv, "input", "other");
          return at::div(a.tensor(0, "input"), a.tensor(1, "other"), mode->toStringRef());
@@ -99,33 +99,40 @@ const bool kRegistered = [] {
       {"torch.cat", [](A a) -> c10::IValue { return at::cat(a.tensor_list(0, "tensors"), a.int_or(1, "dim", 0)); }},
       {"torch.concat", [](A a) -> c10::IValue { return at::cat(a.tensor_list(0, "tensors"), a.int_or(1, "dim", 0)); }},
       {"torch.stack", [](A a) -> c10::IValue { return at::stack(a.tensor_list(0, "tensors"), a.int_or(1, "dim", 0)); }},
-      {"torch.roll", [](A a) -> c10::IValue {
+      {"torch.roll",
+       [](A a) -> c10::IValue {
          return at::roll(a.tensor(0, "input"), a.int_list(1, "shifts"), a.int_list_or(2, "dims", {}));
        }},
-      {"torch.flatten", [](A a) -> c10::IValue {
+      {"torch.flatten",
+       [](A a) -> c10::IValue {
          return at::flatten(a.tensor(0, "input"), a.int_or(1, "start_dim", 0), a.int_or(2, "end_dim", -1));
        }},
       {"torch.reshape", [](A a) -> c10::IValue { return at::reshape(a.tensor(0, "input"), a.int_list(1, "shape")); }},
-      {"torch.transpose", [](A a) -> c10::IValue {
+      {"torch.transpose",
+       [](A a) -> c10::IValue {
          return at::transpose(a.tensor(0, "input"), a.to_int(1, "dim0"), a.to_int(2, "dim1"));
        }},
       {"torch.permute", [](A a) -> c10::IValue { return at::permute(a.tensor(0, "input"), a.int_list(1, "dims")); }},
       {"torch.unsqueeze", [](A a) -> c10::IValue { return at::unsqueeze(a.tensor(0, "input"), a.to_int(1, "dim")); }},
-      {"torch.squeeze", [](A a) -> c10::IValue {
+      {"torch.squeeze",
+       [](A a) -> c10::IValue {
          at::Tensor x = a.tensor(0, "input");
          return a.find(1, "dim") ? at::squeeze(x, a.to_int(1, "dim")) : at::squeeze(x);
        }},
-      {"torch.chunk", [](A a) -> c10::IValue {
+      {"torch.chunk",
+       [](A a) -> c10::IValue {
          return tensor_sequence(at::chunk(a.tensor(0, "input"), a.to_int(1, "chunks"), a.int_or(2, "dim", 0)));
        }},
-      {"torch.rsub", [](A a) -> c10::IValue {
+      {"torch.rsub",
+       [](A a) -> c10::IValue {
          const c10::IValue& other = a.at(1, "other");
          at::Tensor x = a.tensor(0, "input");
          at::Scalar alpha = a.find(2, "alpha") ? a.scalar(2, "alpha") : at::Scalar(1);
          return other.isTensor() ? at::rsub(x, other.toTensor(), alpha) : at::rsub(x, other.toScalar(), alpha);
        }},
       {"torch.relu", [](A a) -> c10::IValue { return at::relu(a.tensor(0, "input")); }},
-      {"torch.relu_", [](A a) -> c10::IValue {
+      {"torch.relu_",
+       [](A a) -> c10::IValue {
          at::Tensor x = a.tensor(0, "input");
          return at::relu_(x);
        }},
@@ -133,7 +140,8 @@ const bool kRegistered = [] {
       {"torch.tanh", [](A a) -> c10::IValue { return at::tanh(a.tensor(0, "input")); }},
       {"torch.exp", [](A a) -> c10::IValue { return at::exp(a.tensor(0, "input")); }},
       {"torch.sqrt", [](A a) -> c10::IValue { return at::sqrt(a.tensor(0, "input")); }},
-      {"torch.clamp", [](A a) -> c10::IValue {
+      {"torch.clamp",
+       [](A a) -> c10::IValue {
          const c10::IValue* lo = a.find(1, "min");
          const c10::IValue* hi = a.find(2, "max");
          return at::clamp(a.tensor(0, "input"), lo ? c10::optional<at::Scalar>(lo->toScalar()) : c10::nullopt,
@@ -143,12 +151,14 @@ const bool kRegistered = [] {
       {"torch.sum", [](A a) { return reduce(a, false); }},
       {"torch.quantize_per_tensor", quantize_per_tensor},
       {"torch.quantize_per_channel", quantize_per_channel},
-      {"torch.quantize_per_tensor_dynamic", [](A a) -> c10::IValue {
+      {"torch.quantize_per_tensor_dynamic",
+       [](A a) -> c10::IValue {
          return at::quantize_per_tensor_dynamic(a.tensor(0, "input"), *a.optional_dtype(1, "dtype"),
                                                 a.bool_or(2, "reduce_range", false));
        }},
       {"torch.dequantize", [](A a) -> c10::IValue { return at::dequantize(a.tensor(0, "input")); }},
-      {"torch._assert", [](A a) -> c10::IValue {
+      {"torch._assert",
+       [](A a) -> c10::IValue {
          const c10::IValue& condition = a.at(0, "condition");
          bool holds = condition.isTensor() ? condition.toTensor().item<bool>() : condition.toBool();
          TORCH_CHECK(holds, "AssertionError: ", a.at(1, "message").toStringRef());

@@ -18,13 +18,11 @@ namespace {
 
 class LineParser {
  public:
-  LineParser(std::string_view line, size_t line_no,
-             const std::unordered_map<std::string, Node*>& nodes)
+  LineParser(std::string_view line, size_t line_no, const std::unordered_map<std::string, Node*>& nodes)
       : text_(line), line_no_(line_no), nodes_(nodes) {}
 
   [[noreturn]] void fail(const std::string& what) const {
-    TORCH_CHECK(false, "parse_graph: line ", line_no_, ", column ", pos_ + 1, ": ", what,
-                "\n  ", text_);
+    TORCH_CHECK(false, "parse_graph: line ", line_no_, ", column ", pos_ + 1, ": ", what, "\n  ", text_);
   }
   void skip_space() {
     while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
@@ -53,8 +51,7 @@ class LineParser {
     skip_space();
     size_t start = pos_;
     while (pos_ < text_.size() &&
-           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_' ||
-            text_[pos_] == '.')) {
+           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_' || text_[pos_] == '.')) {
       ++pos_;
     }
     if (start == pos_) fail("expected a name");

@@ -56,9 +56,8 @@ std::string format_node(const Node& node) {
   if (node.op() == Opcode::kOutput) {
     return "return " + format_argument(node.args().at(0), /*node_prefix=*/false);
   }
-  std::string head = "%" + node.name() + " : [num_users=" +
-                     std::to_string(node.users().size()) + "] = " + opcode_name(node.op()) +
-                     "[target=" + node.target() + "]";
+  std::string head = "%" + node.name() + " : [num_users=" + std::to_string(node.users().size()) +
+                     "] = " + opcode_name(node.op()) + "[target=" + node.target() + "]";
   if (node.op() == Opcode::kPlaceholder) {
     return node.args().empty() ? head : head + "(default=" + format_argument(node.args()[0]) + ")";
   }

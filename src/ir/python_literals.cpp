@@ -53,21 +53,32 @@ struct NameRow {
 
 // PyTorch's names; the first row for a value is the one `repr` prints.
 constexpr std::array<NameRow<c10::ScalarType>, 26> kDtypeNames{{
-    {c10::ScalarType::Float, "torch.float32"}, {c10::ScalarType::Float, "torch.float"},
-    {c10::ScalarType::Double, "torch.float64"}, {c10::ScalarType::Double, "torch.double"},
-    {c10::ScalarType::Half, "torch.float16"}, {c10::ScalarType::Half, "torch.half"},
+    {c10::ScalarType::Float, "torch.float32"},
+    {c10::ScalarType::Float, "torch.float"},
+    {c10::ScalarType::Double, "torch.float64"},
+    {c10::ScalarType::Double, "torch.double"},
+    {c10::ScalarType::Half, "torch.float16"},
+    {c10::ScalarType::Half, "torch.half"},
     {c10::ScalarType::BFloat16, "torch.bfloat16"},
-    {c10::ScalarType::Long, "torch.int64"}, {c10::ScalarType::Long, "torch.long"},
-    {c10::ScalarType::Int, "torch.int32"}, {c10::ScalarType::Int, "torch.int"},
-    {c10::ScalarType::Short, "torch.int16"}, {c10::ScalarType::Short, "torch.short"},
-    {c10::ScalarType::Char, "torch.int8"}, {c10::ScalarType::Byte, "torch.uint8"},
+    {c10::ScalarType::Long, "torch.int64"},
+    {c10::ScalarType::Long, "torch.long"},
+    {c10::ScalarType::Int, "torch.int32"},
+    {c10::ScalarType::Int, "torch.int"},
+    {c10::ScalarType::Short, "torch.int16"},
+    {c10::ScalarType::Short, "torch.short"},
+    {c10::ScalarType::Char, "torch.int8"},
+    {c10::ScalarType::Byte, "torch.uint8"},
     {c10::ScalarType::Bool, "torch.bool"},
-    {c10::ScalarType::QUInt8, "torch.quint8"}, {c10::ScalarType::QInt8, "torch.qint8"},
-    {c10::ScalarType::QInt32, "torch.qint32"}, {c10::ScalarType::QUInt4x2, "torch.quint4x2"},
+    {c10::ScalarType::QUInt8, "torch.quint8"},
+    {c10::ScalarType::QInt8, "torch.qint8"},
+    {c10::ScalarType::QInt32, "torch.qint32"},
+    {c10::ScalarType::QUInt4x2, "torch.quint4x2"},
     {c10::ScalarType::QUInt2x4, "torch.quint2x4"},
     {c10::ScalarType::ComplexHalf, "torch.complex32"},
-    {c10::ScalarType::ComplexFloat, "torch.complex64"}, {c10::ScalarType::ComplexFloat, "torch.cfloat"},
-    {c10::ScalarType::ComplexDouble, "torch.complex128"}, {c10::ScalarType::ComplexDouble, "torch.cdouble"},
+    {c10::ScalarType::ComplexFloat, "torch.complex64"},
+    {c10::ScalarType::ComplexFloat, "torch.cfloat"},
+    {c10::ScalarType::ComplexDouble, "torch.complex128"},
+    {c10::ScalarType::ComplexDouble, "torch.cdouble"},
 }};
 
 constexpr std::array<NameRow<c10::Layout>, 3> kLayoutNames{{
@@ -157,25 +168,25 @@ std::optional<std::string> parse_python_str(std::string_view literal) {
     }
     if (++i + 1 >= literal.size()) return std::nullopt;
     char e = literal[i];
-    if (e == 'n') out += '\n';
-    else if (e == 't') out += '\t';
-    else if (e == 'r') out += '\r';
+    if (e == 'n')
+      out += '\n';
+    else if (e == 't')
+      out += '\t';
+    else if (e == 'r')
+      out += '\r';
     else if (e == 'x' && i + 3 < literal.size()) {
       out += static_cast<char>(std::stoi(std::string(literal.substr(i + 1, 2)), nullptr, 16));
       i += 2;
-    } else out += e;
+    } else
+      out += e;
   }
   return out;
 }
 
 std::string dtype_name(c10::ScalarType dtype) { return name_of(kDtypeNames, dtype, "dtype"); }
-std::optional<c10::ScalarType> parse_dtype(std::string_view name) {
-  return value_of(kDtypeNames, name);
-}
+std::optional<c10::ScalarType> parse_dtype(std::string_view name) { return value_of(kDtypeNames, name); }
 std::string layout_name(c10::Layout layout) { return name_of(kLayoutNames, layout, "layout"); }
-std::optional<c10::Layout> parse_layout(std::string_view name) {
-  return value_of(kLayoutNames, name);
-}
+std::optional<c10::Layout> parse_layout(std::string_view name) { return value_of(kLayoutNames, name); }
 std::string memory_format_name(c10::MemoryFormat format) {
   return name_of(kMemoryFormatNames, format, "memory_format");
 }

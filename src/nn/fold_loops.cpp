@@ -27,9 +27,7 @@ bool readable(const at::Tensor& t, int64_t size, bool optional) {
 }
 
 /// Value i of `t`, or `fallback` for an undefined tensor.
-float at_or(const at::Tensor& t, int64_t i, float fallback) {
-  return t.defined() ? t.data_ptr<float>()[i] : fallback;
-}
+float at_or(const at::Tensor& t, int64_t i, float fallback) { return t.defined() ? t.data_ptr<float>()[i] : fallback; }
 
 }  // namespace
 

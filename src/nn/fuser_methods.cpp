@@ -50,8 +50,8 @@ ModulePtr fuse_linear_bn_leaky_relu(bool is_qat, const Parts& parts) {
   TORCH_CHECK(m[0]->is_training() == m[1]->is_training() && m[1]->is_training() == m[2]->is_training(),
               "Linear, BN and LeakyReLU all must be in the same mode (train or eval).");
   TORCH_CHECK(!is_qat, "Cannot fuse train modules: Linear, BatchNorm1d, LeakyReLU");
-  TORCH_CHECK(ir::module_type_name(*m[0]) == "torch.nn.Linear", "Cannot fuse eval modules: ",
-              ir::module_type_name(*m[0]), ", BatchNorm1d, LeakyReLU");
+  TORCH_CHECK(ir::module_type_name(*m[0]) == "torch.nn.Linear",
+              "Cannot fuse eval modules: ", ir::module_type_name(*m[0]), ", BatchNorm1d, LeakyReLU");
   return make_fused_module(FusedKind::kLinearLeakyReLU, {fuse_linear_bn_eval(*m[0], *m[1]), m[2]});
 }
 
@@ -59,27 +59,39 @@ constexpr bool kConcurrent = true;  // each builds a module from its parts only
 
 const bool kRegistered = [] {
   backend::BackendRegistry& registry = backend::BackendRegistry::instance();
-  registry.add_fuser_method("fuse_conv_bn", [](bool is_qat, const Parts& p) {
-    auto m = modules_of(p, 2, "fuse_conv_bn");
-    return fuse_conv_bn(is_qat, m[0], m[1]);
-  }, kConcurrent);
-  registry.add_fuser_method("fuse_conv_bn_relu", [](bool is_qat, const Parts& p) {
-    auto m = modules_of(p, 3, "fuse_conv_bn_relu");
-    return fuse_conv_bn_relu(is_qat, m[0], m[1], m[2]);
-  }, kConcurrent);
-  registry.add_fuser_method("fuse_linear_bn", [](bool is_qat, const Parts& p) {
-    auto m = modules_of(p, 2, "fuse_linear_bn");
-    return fuse_linear_bn(is_qat, m[0], m[1]);
-  }, kConcurrent);
-  registry.add_fuser_method("fuse_convtranspose_bn", [](bool is_qat, const Parts& p) {
-    auto m = modules_of(p, 2, "fuse_convtranspose_bn");
-    return fuse_convtranspose_bn(is_qat, m[0], m[1]);
-  }, kConcurrent);
+  registry.add_fuser_method(
+      "fuse_conv_bn",
+      [](bool is_qat, const Parts& p) {
+        auto m = modules_of(p, 2, "fuse_conv_bn");
+        return fuse_conv_bn(is_qat, m[0], m[1]);
+      },
+      kConcurrent);
+  registry.add_fuser_method(
+      "fuse_conv_bn_relu",
+      [](bool is_qat, const Parts& p) {
+        auto m = modules_of(p, 3, "fuse_conv_bn_relu");
+        return fuse_conv_bn_relu(is_qat, m[0], m[1], m[2]);
+      },
+      kConcurrent);
+  registry.add_fuser_method(
+      "fuse_linear_bn",
+      [](bool is_qat, const Parts& p) {
+        auto m = modules_of(p, 2, "fuse_linear_bn");
+        return fuse_linear_bn(is_qat, m[0], m[1]);
+      },
+      kConcurrent);
+  registry.add_fuser_method(
+      "fuse_convtranspose_bn",
+      [](bool is_qat, const Parts& p) {
+        auto m = modules_of(p, 2, "fuse_convtranspose_bn");
+        return fuse_convtranspose_bn(is_qat, m[0], m[1]);
+      },
+      kConcurrent);
   for (bool with_relu : {false, true}) {
     for (bool with_bn : {false, true}) {
       for (const char* side : {"left", "right"}) {
-        std::string name = std::string("_fuse_conv") + (with_bn ? "_bn" : "") + "_add" + (with_relu ? "_relu" : "") +
-                           "_" + side;
+        std::string name =
+            std::string("_fuse_conv") + (with_bn ? "_bn" : "") + "_add" + (with_relu ? "_relu" : "") + "_" + side;
         registry.add_fuser_method(name, conv_add_fuser(with_bn, with_relu, name), kConcurrent);
       }
     }

@@ -24,7 +24,9 @@ template <typename Impl>
 bool read_bn(const torch::nn::Module& m, BatchNormState& out) {
   const auto* bn = dynamic_cast<const Impl*>(&m);
   if (bn == nullptr) return false;
-  out = {bn->running_mean, bn->running_var, bn->weight, bn->bias, bn->options.eps(), bn->options.num_features(),
+  out = {bn->running_mean,     bn->running_var,
+         bn->weight,           bn->bias,
+         bn->options.eps(),    bn->options.num_features(),
          bn->options.affine(), bn->options.track_running_stats()};
   return true;
 }
@@ -103,15 +105,21 @@ ModulePtr with_weights(const Impl& m, Options options, const at::Tensor& w, cons
 template <size_t D>
 torch::nn::ConvOptions<D> conv_options(const torch::nn::detail::ConvNdOptions<D>& o) {
   return torch::nn::ConvOptions<D>(o.in_channels(), o.out_channels(), o.kernel_size())
-      .stride(o.stride()).padding(o.padding()).dilation(o.dilation()).groups(o.groups())
+      .stride(o.stride())
+      .padding(o.padding())
+      .dilation(o.dilation())
+      .groups(o.groups())
       .padding_mode(o.padding_mode());
 }
 
 template <size_t D>
 torch::nn::ConvTransposeOptions<D> conv_transpose_options(const torch::nn::detail::ConvNdOptions<D>& o) {
   return torch::nn::ConvTransposeOptions<D>(o.in_channels(), o.out_channels(), o.kernel_size())
-      .stride(o.stride()).padding(c10::get<torch::ExpandingArray<D>>(o.padding()))
-      .output_padding(o.output_padding()).dilation(o.dilation()).groups(o.groups())
+      .stride(o.stride())
+      .padding(c10::get<torch::ExpandingArray<D>>(o.padding()))
+      .output_padding(o.output_padding())
+      .dilation(o.dilation())
+      .groups(o.groups())
       .padding_mode(o.padding_mode());
 }
 
@@ -120,8 +128,8 @@ template <typename Impl, typename MakeOptions>
 ModulePtr try_fold(const torch::nn::Module& conv, const BatchNormState& bn, bool transpose, MakeOptions make_options) {
   const auto* c = dynamic_cast<const Impl*>(&conv);
   if (c == nullptr) return nullptr;
-  auto [w, b] = fuse_conv_bn_weights(c->weight, c->bias, bn.running_mean, bn.running_var, bn.eps, bn.weight,
-                                     bn.bias, transpose);
+  auto [w, b] =
+      fuse_conv_bn_weights(c->weight, c->bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias, transpose);
   return with_weights(*c, make_options(c->options), w, b);
 }
 
@@ -163,9 +171,8 @@ FusedKind kind_for(const torch::nn::Module& conv, FusedKind d1, FusedKind d2, Fu
 }  // namespace
 
 std::pair<at::Tensor, at::Tensor> fuse_conv_bn_weights(const at::Tensor& conv_w, const at::Tensor& conv_b,
-                                                       const at::Tensor& bn_rm, const at::Tensor& bn_rv,
-                                                       double bn_eps, const at::Tensor& bn_w,
-                                                       const at::Tensor& bn_b, bool transpose) {
+                                                       const at::Tensor& bn_rm, const at::Tensor& bn_rv, double bn_eps,
+                                                       const at::Tensor& bn_w, const at::Tensor& bn_b, bool transpose) {
   if (auto folded = detail::fold_conv_bn_loops(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose ? 1 : 0)) {
     return *std::move(folded);
   }

@@ -37,8 +37,7 @@ const bool kRegistered = [] {
       "torch.nn.Hardtanh",
       [](const torch::nn::Module& m) {
         const auto& o = as<torch::nn::HardtanhImpl>(m).options;
-        return "min_val=" + py_float(o.min_val()) + ", max_val=" + py_float(o.max_val()) +
-               inplace_suffix(o.inplace());
+        return "min_val=" + py_float(o.min_val()) + ", max_val=" + py_float(o.max_val()) + inplace_suffix(o.inplace());
       },
       [](const torch::nn::HardtanhImpl& m, const at::Tensor& x) {
         return at::hardtanh(x, m.options.min_val(), m.options.max_val());

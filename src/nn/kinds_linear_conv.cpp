@@ -15,16 +15,15 @@ using detail::as;
 
 std::string linear_repr(const torch::nn::Module& m) {
   const auto& o = as<torch::nn::LinearImpl>(m).options;
-  return "in_features=" + std::to_string(o.in_features()) + ", out_features=" +
-         std::to_string(o.out_features()) + ", bias=" + detail::py_bool(o.bias());
+  return "in_features=" + std::to_string(o.in_features()) + ", out_features=" + std::to_string(o.out_features()) +
+         ", bias=" + detail::py_bool(o.bias());
 }
 
 // Python's _ConvNd.extra_repr.
 template <size_t D>
 std::string conv_repr(const torch::nn::detail::ConvNdOptions<D>& o) {
   std::string s = std::to_string(o.in_channels()) + ", " + std::to_string(o.out_channels()) +
-                  ", kernel_size=" + detail::py_tuple(*o.kernel_size()) +
-                  ", stride=" + detail::py_tuple(*o.stride());
+                  ", kernel_size=" + detail::py_tuple(*o.kernel_size()) + ", stride=" + detail::py_tuple(*o.stride());
   if (const auto* padding = c10::get_if<torch::ExpandingArray<D>>(&o.padding())) {
     if (!detail::all_equal(**padding, 0)) s += ", padding=" + detail::py_tuple(**padding);
   } else {

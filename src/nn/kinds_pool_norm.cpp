@@ -38,8 +38,7 @@ void add_avg_pool(const std::string& name, bool one_d) {
   add_kind<Impl>(name, [one_d](const torch::nn::Module& m) {
     const auto& o = as<Impl>(m).options;
     auto fmt = [one_d](c10::IntArrayRef v) { return one_d ? py_tuple(v) : py_compact(v); };
-    return "kernel_size=" + fmt(*o.kernel_size()) + ", stride=" + fmt(*o.stride()) +
-           ", padding=" + fmt(*o.padding());
+    return "kernel_size=" + fmt(*o.kernel_size()) + ", stride=" + fmt(*o.stride()) + ", padding=" + fmt(*o.padding());
   });
 }
 
@@ -62,8 +61,8 @@ template <typename Impl>
 void add_norm(const std::string& name) {
   add_kind<Impl>(name, [](const torch::nn::Module& m) {
     const auto& o = as<Impl>(m).options;
-    return std::to_string(o.num_features()) + ", eps=" + py_float(o.eps()) + ", momentum=" +
-           momentum_repr(o.momentum()) + ", affine=" + py_bool(o.affine()) +
+    return std::to_string(o.num_features()) + ", eps=" + py_float(o.eps()) +
+           ", momentum=" + momentum_repr(o.momentum()) + ", affine=" + py_bool(o.affine()) +
            ", track_running_stats=" + py_bool(o.track_running_stats());
   });
 }
@@ -76,8 +75,8 @@ std::string layer_norm_repr(const torch::nn::Module& m) {
 
 std::string group_norm_repr(const torch::nn::Module& m) {
   const auto& o = as<torch::nn::GroupNormImpl>(m).options;
-  return std::to_string(o.num_groups()) + ", " + std::to_string(o.num_channels()) + ", eps=" +
-         py_float(o.eps()) + ", affine=" + py_bool(o.affine());
+  return std::to_string(o.num_groups()) + ", " + std::to_string(o.num_channels()) + ", eps=" + py_float(o.eps()) +
+         ", affine=" + py_bool(o.affine());
 }
 
 std::string embedding_repr(const torch::nn::Module& m) {
@@ -96,11 +95,8 @@ std::string embedding_bag_repr(const torch::nn::Module& m) {
 
 c10::IValue embedding_bag_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
   TORCH_CHECK(!in.empty() && in.size() <= 3, "EmbeddingBag takes 1 to 3 inputs, got ", in.size());
-  auto tensor_or_none = [&in](size_t i) {
-    return i < in.size() && in[i].isTensor() ? in[i].toTensor() : at::Tensor();
-  };
-  return dynamic_cast<torch::nn::EmbeddingBagImpl&>(m).forward(in[0].toTensor(), tensor_or_none(1),
-                                                              tensor_or_none(2));
+  auto tensor_or_none = [&in](size_t i) { return i < in.size() && in[i].isTensor() ? in[i].toTensor() : at::Tensor(); };
+  return dynamic_cast<torch::nn::EmbeddingBagImpl&>(m).forward(in[0].toTensor(), tensor_or_none(1), tensor_or_none(2));
 }
 
 const bool kRegistered = [] {

@@ -87,8 +87,7 @@ const bool kRegistered = [] {
                                        single_state_forward<torch::nn::GRUImpl>);
   detail::add_kind<torch::nn::RNNImpl>("torch.nn.RNN", rnn_repr<torch::nn::RNNImpl>,
                                        single_state_forward<torch::nn::RNNImpl>);
-  detail::add_kind<torch::nn::LSTMCellImpl>("torch.nn.LSTMCell", cell_repr<torch::nn::LSTMCellImpl>,
-                                            lstm_cell_forward);
+  detail::add_kind<torch::nn::LSTMCellImpl>("torch.nn.LSTMCell", cell_repr<torch::nn::LSTMCellImpl>, lstm_cell_forward);
   detail::add_kind<torch::nn::GRUCellImpl>("torch.nn.GRUCell", cell_repr<torch::nn::GRUCellImpl>,
                                            cell_forward<torch::nn::GRUCellImpl>);
   detail::add_kind<torch::nn::RNNCellImpl>("torch.nn.RNNCell", cell_repr<torch::nn::RNNCellImpl>,

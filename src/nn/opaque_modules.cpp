@@ -25,7 +25,9 @@ void ScriptModuleImpl::train(bool on) {
 c10::IValue ScriptModuleImpl::forward(std::vector<c10::IValue> inputs) { return module_->forward(std::move(inputs)); }
 
 NestedGraphModuleImpl::NestedGraphModuleImpl(std::unique_ptr<ir::GraphModule> graph_module, std::string python_class)
-    : torch::nn::Module("GraphModule"), graph_module_(std::move(graph_module)), python_class_(std::move(python_class)) {}
+    : torch::nn::Module("GraphModule"),
+      graph_module_(std::move(graph_module)),
+      python_class_(std::move(python_class)) {}
 
 c10::IValue NestedGraphModuleImpl::forward(std::vector<c10::IValue> inputs) {
   return ir::Interpreter(*graph_module_).run(inputs);
@@ -64,18 +66,16 @@ std::string nested_children(const torch::nn::Module& m) {
 }
 
 const bool kRegistered = [] {
-  ir::ModuleRegistry::instance().add(
-      {"torch.jit.ScriptModule", typeid(ScriptModuleImpl),
-       [](torch::nn::Module& m, std::vector<c10::IValue>& in) {
-         return dynamic_cast<ScriptModuleImpl&>(m).forward(in);
-       },
-       nullptr, "", /*named_by_instance=*/true});
-  ir::ModuleRegistry::instance().add(
-      {"torch.fx.GraphModule", typeid(NestedGraphModuleImpl),
-       [](torch::nn::Module& m, std::vector<c10::IValue>& in) {
-         return dynamic_cast<NestedGraphModuleImpl&>(m).forward(in);
-       },
-       nested_children, "GraphModule"});
+  ir::ModuleRegistry::instance().add({"torch.jit.ScriptModule", typeid(ScriptModuleImpl),
+                                      [](torch::nn::Module& m, std::vector<c10::IValue>& in) {
+                                        return dynamic_cast<ScriptModuleImpl&>(m).forward(in);
+                                      },
+                                      nullptr, "", /*named_by_instance=*/true});
+  ir::ModuleRegistry::instance().add({"torch.fx.GraphModule", typeid(NestedGraphModuleImpl),
+                                      [](torch::nn::Module& m, std::vector<c10::IValue>& in) {
+                                        return dynamic_cast<NestedGraphModuleImpl&>(m).forward(in);
+                                      },
+                                      nested_children, "GraphModule"});
   return true;
 }();
 

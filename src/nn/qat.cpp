@@ -41,9 +41,18 @@ const std::vector<QatType>& qat_types() {
       {"torch.ao.nn.intrinsic.qat.ConvBn1d", {"torch.nn.Conv1d", "torch.nn.BatchNorm1d"}, true, false},
       {"torch.ao.nn.intrinsic.qat.ConvBn2d", {"torch.nn.Conv2d", "torch.nn.BatchNorm2d"}, true, false},
       {"torch.ao.nn.intrinsic.qat.ConvBn3d", {"torch.nn.Conv3d", "torch.nn.BatchNorm3d"}, true, false},
-      {"torch.ao.nn.intrinsic.qat.ConvBnReLU1d", {"torch.nn.Conv1d", "torch.nn.BatchNorm1d", "torch.nn.ReLU"}, true, true},
-      {"torch.ao.nn.intrinsic.qat.ConvBnReLU2d", {"torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU"}, true, true},
-      {"torch.ao.nn.intrinsic.qat.ConvBnReLU3d", {"torch.nn.Conv3d", "torch.nn.BatchNorm3d", "torch.nn.ReLU"}, true, true},
+      {"torch.ao.nn.intrinsic.qat.ConvBnReLU1d",
+       {"torch.nn.Conv1d", "torch.nn.BatchNorm1d", "torch.nn.ReLU"},
+       true,
+       true},
+      {"torch.ao.nn.intrinsic.qat.ConvBnReLU2d",
+       {"torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU"},
+       true,
+       true},
+      {"torch.ao.nn.intrinsic.qat.ConvBnReLU3d",
+       {"torch.nn.Conv3d", "torch.nn.BatchNorm3d", "torch.nn.ReLU"},
+       true,
+       true},
       {"torch.ao.nn.intrinsic.qat.LinearBn1d", {"torch.nn.Linear", "torch.nn.BatchNorm1d"}, true, false},
   };
   return kTypes;
@@ -65,8 +74,8 @@ void register_kinds(std::index_sequence<I...>) {
     return kind && kind->extra_repr ? kind->extra_repr(*qat.weighted()) : std::string();
   };
   auto short_name = [](const char* name) { return std::string(name).substr(std::string(name).rfind('.') + 1); };
-  (ir::ModuleRegistry::instance().add(
-       {qat_types()[I].type_name, typeid(detail::Typed<QatModuleImpl, I>), &qat_forward, extra_repr, short_name(qat_types()[I].type_name)}),
+  (ir::ModuleRegistry::instance().add({qat_types()[I].type_name, typeid(detail::Typed<QatModuleImpl, I>), &qat_forward,
+                                       extra_repr, short_name(qat_types()[I].type_name)}),
    ...);
 }
 
@@ -124,7 +133,8 @@ void QatModuleImpl::update_bn_stats() {
 }
 
 at::Tensor QatModuleImpl::forward(const at::Tensor& x) {
-  at::Tensor y = bn_ ? forward_with_bn(x) : detail::weighted_forward(*weighted_, x, weight_fake_quant_->forward(param(*this, "weight")));
+  at::Tensor y = bn_ ? forward_with_bn(x)
+                     : detail::weighted_forward(*weighted_, x, weight_fake_quant_->forward(param(*this, "weight")));
   return relu_ ? at::relu(y) : y;
 }
 
@@ -152,11 +162,13 @@ at::Tensor QatModuleImpl::forward_with_bn(const at::Tensor& x) {
 ModulePtr QatModuleImpl::to_float() const {
   torch::NoGradGuard no_grad;
   bool linear = dynamic_cast<const torch::nn::LinearImpl*>(weighted_.get()) != nullptr;
-  ModulePtr conv = !bn_ ? weighted_->clone() : linear ? fold_linear_bn(*weighted_, *bn_) : fold_conv_bn(*weighted_, *bn_);
+  ModulePtr conv = !bn_     ? weighted_->clone()
+                   : linear ? fold_linear_bn(*weighted_, *bn_)
+                            : fold_conv_bn(*weighted_, *bn_);
   conv->train(is_training());
   if (!relu_) return conv;
   auto relu = std::make_shared<torch::nn::ReLUImpl>();
-  FusedKind kind = linear ? FusedKind::kLinearReLU
+  FusedKind kind = linear                                                    ? FusedKind::kLinearReLU
                    : weighted_->named_parameters(false)["weight"].dim() == 3 ? FusedKind::kConvReLU1d
                    : weighted_->named_parameters(false)["weight"].dim() == 4 ? FusedKind::kConvReLU2d
                                                                              : FusedKind::kConvReLU3d;
@@ -174,9 +186,8 @@ std::shared_ptr<QatModuleImpl> qat_from_float(const std::string& qat_type, const
     if (auto* fused = dynamic_cast<const FusedModuleImpl*>(float_module.get())) parts = fused->modules();
     std::vector<std::string> sources;
     for (const ModulePtr& p : parts) sources.push_back(ir::module_type_name(*p));
-    TORCH_CHECK(sources == std::vector<std::string>(t.parts.begin(), t.parts.end()), qat_type,
-                ".from_float: expects ", t.parts[0], (t.parts.size() > 1 ? " (fused)" : ""), ", got ",
-                ir::module_type_name(*float_module));
+    TORCH_CHECK(sources == std::vector<std::string>(t.parts.begin(), t.parts.end()), qat_type, ".from_float: expects ",
+                t.parts[0], (t.parts.size() > 1 ? " (fused)" : ""), ", got ", ir::module_type_name(*float_module));
     std::shared_ptr<quant::ActivationPostProcess> fq = qconfig.weight.make();
     auto qat = detail::make_kind<QatModuleImpl, kTypeCount, std::string, ModulePtr, ModulePtr, bool,
                                  std::shared_ptr<quant::ActivationPostProcess>, std::vector<std::string>>(

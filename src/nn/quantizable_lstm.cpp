@@ -45,7 +45,8 @@ std::pair<at::Tensor, State> layer_forward(const RecurrentShape& s, const CellSt
   auto [result_fw, hidden_fw] = single_layer(step, first, x, {hidden.first[0], hidden.second[0]});
   auto [result_bw, hidden_bw] = single_layer(step, first + 1, x.flip(0), {hidden.first[1], hidden.second[1]});
   at::Tensor result = at::cat({result_fw, result_bw.flip(0)}, result_fw.dim() - 1);
-  return {result, {at::stack({hidden_fw.first, hidden_bw.first}, 0), at::stack({hidden_fw.second, hidden_bw.second}, 0)}};
+  return {result,
+          {at::stack({hidden_fw.first, hidden_bw.first}, 0), at::stack({hidden_fw.second, hidden_bw.second}, 0)}};
 }
 
 /// The initial state of every layer: zeros (quint8 with scale 1 and zero
@@ -159,14 +160,17 @@ c10::optional<at::Tensor> lstm_param(const torch::nn::Module& lstm, const std::s
 }  // namespace
 
 const std::vector<std::string>& lstm_cell_part_names() {
-  static const std::vector<std::string> names{"igates",      "hgates", "gates", "fgate_cx", "igate_cgate",
-                                              "fgate_cx_igate_cgate", "ogate_cy"};
+  static const std::vector<std::string> names{
+      "igates", "hgates", "gates", "fgate_cx", "igate_cgate", "fgate_cx_igate_cgate", "ogate_cy"};
   return names;
 }
 
 QuantizableLSTMImpl::QuantizableLSTMImpl(RecurrentShape shape, std::vector<ObservedLSTMCell> cells,
                                          quant::QConfig qconfig)
-    : torch::nn::Module("QuantizableLSTM"), shape_(std::move(shape)), cells_(std::move(cells)), qconfig_(std::move(qconfig)) {
+    : torch::nn::Module("QuantizableLSTM"),
+      shape_(std::move(shape)),
+      cells_(std::move(cells)),
+      qconfig_(std::move(qconfig)) {
   for (size_t i = 0; i < cells_.size(); ++i) {
     auto cell = cell_module(*this, shape_, i);
     cell->register_module("igates", cells_[i].igates);
@@ -182,8 +186,8 @@ QuantizableLSTMImpl::QuantizableLSTMImpl(RecurrentShape shape, std::vector<Obser
 std::shared_ptr<QuantizableLSTMImpl> QuantizableLSTMImpl::from_float(const torch::nn::Module& lstm,
                                                                      const quant::QConfig& qconfig) {
   RecurrentShape shape = recurrent_shape(lstm);
-  TORCH_CHECK(shape.float_type == "torch.nn.LSTM", "torch.ao.nn.quantizable.LSTM.from_float takes a torch.nn.LSTM, got ",
-              shape.float_type);
+  TORCH_CHECK(shape.float_type == "torch.nn.LSTM",
+              "torch.ao.nn.quantizable.LSTM.from_float takes a torch.nn.LSTM, got ", shape.float_type);
   std::vector<ObservedLSTMCell> cells;
   for (int64_t layer = 0; layer < shape.num_layers; ++layer) {
     for (size_t dir = 0; dir < directions(shape); ++dir) {
@@ -191,7 +195,8 @@ std::shared_ptr<QuantizableLSTMImpl> QuantizableLSTMImpl::from_float(const torch
       ObservedLSTMCell cell;
       cell.igates = float_linear(*lstm_param(lstm, "weight_ih" + suffix), lstm_param(lstm, "bias_ih" + suffix));
       cell.hgates = float_linear(*lstm_param(lstm, "weight_hh" + suffix), lstm_param(lstm, "bias_hh" + suffix));
-      for (size_t part = 0; part < lstm_cell_part_names().size(); ++part) cell.observers.push_back(qconfig.activation.make());
+      for (size_t part = 0; part < lstm_cell_part_names().size(); ++part)
+        cell.observers.push_back(qconfig.activation.make());
       cells.push_back(std::move(cell));
     }
   }
@@ -200,8 +205,8 @@ std::shared_ptr<QuantizableLSTMImpl> QuantizableLSTMImpl::from_float(const torch
 
 c10::IValue QuantizableLSTMImpl::forward(std::vector<c10::IValue>& inputs) {
   torch::NoGradGuard no_grad;
-  return lstm_forward(shape_, [this](size_t i, const at::Tensor& x, const State& h) { return observed_cell(cells_[i], x, h); },
-                      inputs);
+  return lstm_forward(
+      shape_, [this](size_t i, const at::Tensor& x, const State& h) { return observed_cell(cells_[i], x, h); }, inputs);
 }
 
 QuantizedLSTMImpl::QuantizedLSTMImpl(RecurrentShape shape, std::vector<QuantizedLSTMCell> cells)
@@ -234,8 +239,9 @@ std::shared_ptr<QuantizedLSTMImpl> QuantizedLSTMImpl::from_observed(const Quanti
 }
 
 c10::IValue QuantizedLSTMImpl::forward(std::vector<c10::IValue>& inputs) {
-  return lstm_forward(shape_, [this](size_t i, const at::Tensor& x, const State& h) { return quantized_cell(cells_[i], x, h); },
-                      inputs);
+  return lstm_forward(
+      shape_, [this](size_t i, const at::Tensor& x, const State& h) { return quantized_cell(cells_[i], x, h); },
+      inputs);
 }
 
 namespace {
@@ -244,14 +250,16 @@ const bool kRegistered = [] {
   ir::ModuleRegistry::instance().add({"torch.ao.quantization.DeQuantStub", typeid(DeQuantStubImpl),
                                       [](torch::nn::Module&, std::vector<c10::IValue>& in) { return in.at(0); },
                                       nullptr, "DeQuantStub"});
-  ir::ModuleRegistry::instance().add(
-      {"torch.ao.nn.quantizable.LSTM", typeid(QuantizableLSTMImpl),
-       [](torch::nn::Module& m, std::vector<c10::IValue>& in) { return dynamic_cast<QuantizableLSTMImpl&>(m).forward(in); },
-       nullptr, "QuantizableLSTM"});
-  ir::ModuleRegistry::instance().add(
-      {"torch.ao.nn.quantized.LSTM", typeid(QuantizedLSTMImpl),
-       [](torch::nn::Module& m, std::vector<c10::IValue>& in) { return dynamic_cast<QuantizedLSTMImpl&>(m).forward(in); },
-       nullptr, "QuantizedLSTM"});
+  ir::ModuleRegistry::instance().add({"torch.ao.nn.quantizable.LSTM", typeid(QuantizableLSTMImpl),
+                                      [](torch::nn::Module& m, std::vector<c10::IValue>& in) {
+                                        return dynamic_cast<QuantizableLSTMImpl&>(m).forward(in);
+                                      },
+                                      nullptr, "QuantizableLSTM"});
+  ir::ModuleRegistry::instance().add({"torch.ao.nn.quantized.LSTM", typeid(QuantizedLSTMImpl),
+                                      [](torch::nn::Module& m, std::vector<c10::IValue>& in) {
+                                        return dynamic_cast<QuantizedLSTMImpl&>(m).forward(in);
+                                      },
+                                      nullptr, "QuantizedLSTM"});
   register_custom_module_class(
       {"torch.ao.nn.quantizable.LSTM",
        [](const torch::nn::Module& lstm, const quant::QConfig& qconfig) -> std::shared_ptr<torch::nn::Module> {

@@ -33,7 +33,8 @@ std::shared_ptr<QuantizedModuleImpl> quantized_from_float(const std::string& qua
   observer->forward(weight_of(*weighted));
   std::shared_ptr<torch::nn::Module> reference = reference_from_float(weighted, weight_qparams_of(*observer));
   if (fused == nullptr) return quantized_from_reference(quantized_type, *reference, output);
-  auto copy = std::dynamic_pointer_cast<FusedModuleImpl>(make_fused_module(fused->kind(), fused->modules(), fused->add_op()));
+  auto copy =
+      std::dynamic_pointer_cast<FusedModuleImpl>(make_fused_module(fused->kind(), fused->modules(), fused->add_op()));
   copy->set_module(0, reference);  // the user's fused module stays as it is
   return quantized_from_reference(quantized_type, *copy, output);
 }

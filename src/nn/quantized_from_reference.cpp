@@ -72,9 +72,7 @@ std::string output_repr(const OutputQParams& out) {
   return "scale=" + py_float(out.scale) + ", zero_point=" + std::to_string(out.zero_point);
 }
 
-std::string relu_suffix(const std::string& type) {
-  return type.find("ReLU") != std::string::npos ? "_relu" : "";
-}
+std::string relu_suffix(const std::string& type) { return type.find("ReLU") != std::string::npos ? "_relu" : ""; }
 
 // --- Linear ---------------------------------------------------------------
 
@@ -90,8 +88,9 @@ QuantizedPtr static_linear(const std::string& type, Source src, const Output& ou
   QuantizedAttributes attrs = output_attributes(out);
   attrs.emplace_back("_packed_params", packed);
   std::string repr = linear_sizes(w) + ", " + output_repr(out) + ", qscheme=" + quant::qscheme_name(w.qscheme());
-  return detail::make_quantized(type, {"quantized::linear" + relu_suffix(type), "", {"$0", "_packed_params", "scale", "zero_point"}},
-                                std::move(attrs), repr);
+  return detail::make_quantized(
+      type, {"quantized::linear" + relu_suffix(type), "", {"$0", "_packed_params", "scale", "zero_point"}},
+      std::move(attrs), repr);
 }
 
 QuantizedPtr dynamic_linear(const std::string& type, Source src, const Output&) {
@@ -126,8 +125,15 @@ ConvShape conv_shape(const torch::nn::detail::ConvNdOptions<D>& o) {
   TORCH_CHECK(padding != nullptr, "quantized convs need numeric padding, not 'same' or 'valid'");
   std::string mode = torch::enumtype::get_enum_name(o.padding_mode());
   auto vec = [](c10::IntArrayRef v) { return v.vec(); };
-  return {o.in_channels(), o.out_channels(), o.groups(), vec(*o.kernel_size()), vec(*o.stride()),
-          vec(**padding), vec(*o.output_padding()), vec(*o.dilation()), o.bias(),
+  return {o.in_channels(),
+          o.out_channels(),
+          o.groups(),
+          vec(*o.kernel_size()),
+          vec(*o.stride()),
+          vec(**padding),
+          vec(*o.output_padding()),
+          vec(*o.dilation()),
+          o.bias(),
           ir::snake_case(mode.substr(1))};
 }
 
@@ -177,16 +183,16 @@ QuantizedPtr conv(const std::string& type, Source src, const Output& output) {
   std::string dims = std::to_string(d) + "d";
   at::Tensor w = ref.quantized_weight();
   c10::IValue bias = optional_tensor(param(ref, "bias"));
-  c10::IValue packed = detail::prepack_conv(dims, transposed, w, bias,
-                                            {s.stride, pack_padding, s.output_padding, s.dilation, s.groups});
+  c10::IValue packed =
+      detail::prepack_conv(dims, transposed, w, bias, {s.stride, pack_padding, s.output_padding, s.dilation, s.groups});
   QuantizedAttributes attrs = output_attributes(out);
   attrs.emplace_back("_packed_params", packed);
   attrs.emplace_back("padding_mode", s.padding_mode);
   attrs.emplace_back("_reversed_padding_repeated_twice", reversed_padding_repeated_twice(s.padding));
   std::string op = transposed ? "quantized::conv_transpose" + dims : "quantized::conv" + dims + relu_suffix(type);
   std::string overload = transposed || d == 1 ? "" : "new";
-  return detail::make_quantized(type, {op, overload, {"$0", "_packed_params", "scale", "zero_point"}},
-                                std::move(attrs), conv_repr(s, out));
+  return detail::make_quantized(type, {op, overload, {"$0", "_packed_params", "scale", "zero_point"}}, std::move(attrs),
+                                conv_repr(s, out));
 }
 
 // --- Normalization ----------------------------------------------------------
@@ -214,8 +220,10 @@ QuantizedPtr batch_norm(const std::string& type, Source src, const Output& outpu
   std::string repr = std::to_string(features) + ", eps=" + py_float(eps) +
                      ", momentum=" + (momentum ? py_float(*momentum) : "None") +
                      ", affine=True, track_running_stats=True";
-  return detail::make_quantized(type, {"quantized::batch_norm" + dims + relu_suffix(type), "",
-                                       {"$0", "weight", "bias", "running_mean", "running_var", "eps", "scale", "zero_point"}},
+  return detail::make_quantized(type,
+                                {"quantized::batch_norm" + dims + relu_suffix(type),
+                                 "",
+                                 {"$0", "weight", "bias", "running_mean", "running_var", "eps", "scale", "zero_point"}},
                                 std::move(attrs), repr);
 }
 
@@ -236,14 +244,14 @@ QuantizedPtr instance_norm(const std::string& type, Source src, const Output& ou
                   instance_norm_options<torch::nn::InstanceNorm2dImpl>(src, features, eps, affine) ||
                   instance_norm_options<torch::nn::InstanceNorm3dImpl>(src, features, eps, affine),
               type, " expects an InstanceNorm, got ", ir::module_type_name(src));
-  QuantizedAttributes attrs = {{"weight", optional_tensor(param(src, "weight"))},
-                               {"bias", optional_tensor(param(src, "bias"))},
-                               {"eps", eps}};
+  QuantizedAttributes attrs = {
+      {"weight", optional_tensor(param(src, "weight"))}, {"bias", optional_tensor(param(src, "bias"))}, {"eps", eps}};
   for (auto& kv : output_attributes(out)) attrs.push_back(std::move(kv));
-  std::string repr = std::to_string(features) + ", eps=" + py_float(eps) + ", momentum=0.1, affine=" +
-                     py_bool(affine) + ", track_running_stats=False";
-  return detail::make_quantized(type, {"quantized::instance_norm", "", {"$0", "weight", "bias", "eps", "scale", "zero_point"}},
-                                std::move(attrs), repr);
+  std::string repr = std::to_string(features) + ", eps=" + py_float(eps) + ", momentum=0.1, affine=" + py_bool(affine) +
+                     ", track_running_stats=False";
+  return detail::make_quantized(
+      type, {"quantized::instance_norm", "", {"$0", "weight", "bias", "eps", "scale", "zero_point"}}, std::move(attrs),
+      repr);
 }
 
 QuantizedPtr layer_norm(const std::string& type, Source src, const Output& output) {
@@ -279,8 +287,8 @@ QuantizedPtr leaky_relu(const std::string& type, Source src, const Output& outpu
   for (auto& kv : output_attributes(out)) attrs.push_back(std::move(kv));
   std::string repr = "negative_slope=" + py_float(o.negative_slope()) + (o.inplace() ? ", inplace=True" : "");
   return detail::make_quantized(
-      type, {"quantized::leaky_relu", "", {"$0", "negative_slope", "inplace", "scale", "zero_point"}},
-      std::move(attrs), repr);
+      type, {"quantized::leaky_relu", "", {"$0", "negative_slope", "inplace", "scale", "zero_point"}}, std::move(attrs),
+      repr);
 }
 
 QuantizedPtr hardswish(const std::string& type, Source, const Output& output) {
@@ -321,12 +329,12 @@ QuantizedPtr embedding(const std::string& type, Source src, const Output&) {
   }
   bool last_offset = as<torch::nn::EmbeddingBagImpl>(*ref.float_module()).options.include_last_offset();
   // PyTorch's quantized EmbeddingBag passes mode 0 (sum) whatever the float module's mode.
-  return detail::make_quantized(type,
-                                {"quantized::embedding_bag_" + width, "",
-                                 {"_packed_params", "$0", "$1?", "=False", "=0", "pruned_weights", "$2?", "$3?",
-                                  "include_last_offset"}},
-                                {{"_packed_params", packed}, {"pruned_weights", false}, {"include_last_offset", last_offset}},
-                                repr);
+  return detail::make_quantized(
+      type,
+      {"quantized::embedding_bag_" + width,
+       "",
+       {"_packed_params", "$0", "$1?", "=False", "=0", "pruned_weights", "$2?", "$3?", "include_last_offset"}},
+      {{"_packed_params", packed}, {"pruned_weights", false}, {"include_last_offset", last_offset}}, repr);
 }
 
 // --- The table ---------------------------------------------------------------

@@ -58,8 +58,8 @@ c10::IValue quantized_forward(torch::nn::Module& m, std::vector<c10::IValue>& in
 template <size_t... I>
 void register_kinds(std::index_sequence<I...>) {
   auto extra_repr = [](const torch::nn::Module& m) { return detail::as<QuantizedModuleImpl>(m).extra_repr(); };
-  (ir::ModuleRegistry::instance().add({kQuantizedTypes[I].type_name, typeid(detail::Typed<QuantizedModuleImpl, I>), &quantized_forward,
-                                       extra_repr, kQuantizedTypes[I].display_name}),
+  (ir::ModuleRegistry::instance().add({kQuantizedTypes[I].type_name, typeid(detail::Typed<QuantizedModuleImpl, I>),
+                                       &quantized_forward, extra_repr, kQuantizedTypes[I].display_name}),
    ...);
 }
 
@@ -113,9 +113,8 @@ std::shared_ptr<QuantizedModuleImpl> make_quantized(const std::string& type_name
                                                     QuantizedAttributes attributes, std::string extra_repr) {
   for (size_t i = 0; i < std::size(kQuantizedTypes); ++i) {
     if (type_name == kQuantizedTypes[i].type_name) {
-      return make_kind<QuantizedModuleImpl, std::size(kQuantizedTypes), std::string, QuantizedCall,
-                       QuantizedAttributes, std::string>(i, type_name, std::move(call), std::move(attributes),
-                                                         std::move(extra_repr));
+      return make_kind<QuantizedModuleImpl, std::size(kQuantizedTypes), std::string, QuantizedCall, QuantizedAttributes,
+                       std::string>(i, type_name, std::move(call), std::move(attributes), std::move(extra_repr));
     }
   }
   TORCH_CHECK(false, "no quantized module class ", type_name);
@@ -185,8 +184,8 @@ std::vector<c10::IValue> QuantizedModuleImpl::call_arguments(const std::vector<c
   for (const std::string& token : call_.args) args.push_back(argument(token, inputs));
   for (const auto& [name, value] : attributes_) {
     if (name != "padding_mode" || value.toStringRef() == "zeros") continue;
-    at::Tensor padded = at::pad(inputs[0].toTensor(), attribute("_reversed_padding_repeated_twice").toIntVector(),
-                                value.toStringRef());
+    at::Tensor padded =
+        at::pad(inputs[0].toTensor(), attribute("_reversed_padding_repeated_twice").toIntVector(), value.toStringRef());
     for (size_t i = 0; i < call_.args.size(); ++i) {
       if (call_.args[i] == "$0") args[i] = padded;
     }

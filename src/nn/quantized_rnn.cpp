@@ -271,10 +271,10 @@ c10::IValue DynamicQuantizedRNNImpl::forward(std::vector<c10::IValue>& in) {
     return out.size() == 1 ? out[0] : c10::IValue(c10::ivalue::Tuple::create(out[0], out[1]));
   }
   if (s.is_lstm()) {
-    std::vector<c10::IValue> out = detail::call_op_returning_all(
-        "aten::quantized_lstm", "input",
-        {input, state_list(hx), cell_params_, s.bias, s.num_layers, s.dropout, false, s.bidirectional, s.batch_first,
-         c10::kQInt8, true});
+    std::vector<c10::IValue> out =
+        detail::call_op_returning_all("aten::quantized_lstm", "input",
+                                      {input, state_list(hx), cell_params_, s.bias, s.num_layers, s.dropout, false,
+                                       s.bidirectional, s.batch_first, c10::kQInt8, true});
     return c10::ivalue::Tuple::create(out.at(0), c10::ivalue::Tuple::create(out.at(1), out.at(2)));
   }
   std::vector<c10::IValue> out = detail::call_op_returning_all(
@@ -284,7 +284,7 @@ c10::IValue DynamicQuantizedRNNImpl::forward(std::vector<c10::IValue>& in) {
 }
 
 std::string dynamic_cell_op(const RecurrentShape& shape) {
-  std::string kind = shape.float_type == "torch.nn.LSTMCell" ? "lstm"
+  std::string kind = shape.float_type == "torch.nn.LSTMCell"  ? "lstm"
                      : shape.float_type == "torch.nn.GRUCell" ? "gru"
                      : shape.relu                             ? "rnn_relu"
                                                               : "rnn_tanh";

@@ -93,8 +93,7 @@ at::Tensor conv(const torch::nn::detail::ConvNdOptions<D>& o, const at::Tensor& 
     return at::convolution(padded, w, b, *o.stride(), zeros(D), *o.dilation(), false, zeros(D), o.groups());
   }
   if (padding != nullptr) {
-    return at::convolution(x, w, b, *o.stride(), **padding, *o.dilation(), transposed, *o.output_padding(),
-                           o.groups());
+    return at::convolution(x, w, b, *o.stride(), **padding, *o.dilation(), transposed, *o.output_padding(), o.groups());
   }
   c10::string_view mode = c10::get_if<torch::enumtype::kSame>(&o.padding()) ? "same" : "valid";
   if (D == 1) return at::conv1d(x, w, b, *o.stride(), mode, *o.dilation(), o.groups());
@@ -107,13 +106,12 @@ at::Tensor conv(const torch::nn::detail::ConvNdOptions<D>& o, const at::Tensor& 
 /// The float op of `m` with weight `w` (EmbeddingBag: `extra` holds offsets
 /// and per-sample weights, each possibly undefined).
 at::Tensor weighted_forward(const torch::nn::Module& m, const at::Tensor& x, const at::Tensor& w,
-                         const std::vector<at::Tensor>& extra) {
+                            const std::vector<at::Tensor>& extra) {
   using namespace torch::nn;
   namespace F = torch::nn::functional;
   if (auto* e = dynamic_cast<const EmbeddingImpl*>(&m)) {
     const auto& o = e->options;
-    return F::detail::embedding(x, w, o.padding_idx(), o.max_norm(), o.norm_type(), o.scale_grad_by_freq(),
-                                o.sparse());
+    return F::detail::embedding(x, w, o.padding_idx(), o.max_norm(), o.norm_type(), o.scale_grad_by_freq(), o.sparse());
   }
   if (auto* e = dynamic_cast<const EmbeddingBagImpl*>(&m)) {
     const auto& o = e->options;
@@ -148,7 +146,7 @@ WeightQParams weight_qparams_of(quant::ActivationPostProcess& observer) {
   WeightQParams q;
   q.dtype = observer.dtype();
   c10::QScheme scheme = observer.qscheme();
-  q.qscheme = quant::is_per_tensor(scheme) ? c10::kPerTensorAffine
+  q.qscheme = quant::is_per_tensor(scheme)          ? c10::kPerTensorAffine
               : scheme == c10::kPerChannelSymmetric ? c10::kPerChannelAffine
                                                     : scheme;
   if (quant::is_per_channel(scheme)) q.axis = observer.ch_axis();

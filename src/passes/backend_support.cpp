@@ -73,8 +73,8 @@ std::string constraint_violation(const quant::ObserverSpec& spec, const DTypeWit
   if (limits.scale_min_lower_bound) {
     if (!has_eps(obs)) return observer() + " must specify eps";
     if (obs.eps() < *limits.scale_min_lower_bound) {
-      return std::string(what) + " eps (" + ir::python_float_repr(obs.eps()) + ") must be >= the backend's min scale (" +
-             ir::python_float_repr(*limits.scale_min_lower_bound) + ")";
+      return std::string(what) + " eps (" + ir::python_float_repr(obs.eps()) +
+             ") must be >= the backend's min scale (" + ir::python_float_repr(*limits.scale_min_lower_bound) + ")";
     }
   }
   if (limits.scale_exact_match || limits.zero_point_exact_match) {

@@ -35,7 +35,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-
 namespace qfx::passes {
 namespace {
 
@@ -47,9 +46,7 @@ std::shared_ptr<ActivationPostProcess> observer_at(const ir::GraphModule& gm, co
   return std::dynamic_pointer_cast<ActivationPostProcess>(gm.get_submodule(node.target()));
 }
 
-bool has_none_qconfig(const ir::Argument& arg) {
-  return arg.is_node() && node_has_none_qconfig(*arg.to_node());
-}
+bool has_none_qconfig(const ir::Argument& arg) { return arg.is_node() && node_has_none_qconfig(*arg.to_node()); }
 
 /// PyTorch's get_module_path_and_prefix: where the qparams attributes are
 /// named from (`linear_input_scale_0` for the input of linear).
@@ -59,7 +56,8 @@ std::string attr_prefix(const ir::Node& observer) {
   if (!input_only) return scope_of(observed);
   const ir::Node* user = observer.users().empty() ? nullptr : observer.users()[0];
   for (const ir::Node* n : observer.users()) {
-    if (n->op() == ir::Opcode::kCallFunction && pattern::canonical_op_name(n->target()) == "torch.nn.functional.linear") {
+    if (n->op() == ir::Opcode::kCallFunction &&
+        pattern::canonical_op_name(n->target()) == "torch.nn.functional.linear") {
       user = n;
       break;
     }
@@ -114,7 +112,8 @@ void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer,
   }
   std::shared_ptr<ActivationPostProcess> obs = observer_at(gm, observer);
   bool all_float = has_none_qconfig(observer.args().at(0));
-  for (const ir::Node* user : observer.users()) all_float = all_float && has_none_qconfig(ir::Argument(const_cast<ir::Node*>(user)));
+  for (const ir::Node* user : observer.users())
+    all_float = all_float && has_none_qconfig(ir::Argument(const_cast<ir::Node*>(user)));
   ir::Node* replacement = observer.args().at(0).to_node();
   if (!all_float) {
     auto guard = gm.graph().inserting_before(&observer);
@@ -184,7 +183,8 @@ class WeightedConversions {
  public:
   WeightedConversions(const ir::GraphModule& gm, const std::vector<const ir::Node*>& nodes,
                       const backend::BackendConfig& backend, JobRunner* jobs)
-      : backend_(backend), inputs_(weighted_inputs(gm, nodes, index_)),
+      : backend_(backend),
+        inputs_(weighted_inputs(gm, nodes, index_)),
         conversions_(jobs, inputs_.size(), [this](size_t i) { return weighted_conversion(inputs_[i], backend_); }) {}
   /// The conversion of `node`: worked out beside, else now; an error names the node.
   WeightedConversion of(const ir::GraphModule& gm, const ir::Node& node) {
@@ -204,7 +204,8 @@ class WeightedConversions {
   std::vector<WeightedInput> inputs_;
   JobResults<WeightedConversion> conversions_;  // last: stopped first
 
-  static std::vector<WeightedInput> weighted_inputs(const ir::GraphModule& gm, const std::vector<const ir::Node*>& nodes,
+  static std::vector<WeightedInput> weighted_inputs(const ir::GraphModule& gm,
+                                                    const std::vector<const ir::Node*>& nodes,
                                                     std::unordered_map<const ir::Node*, size_t>& index) {
     std::vector<WeightedInput> inputs;
     for (const ir::Node* node : nodes) {
@@ -245,7 +246,7 @@ bool is_weighted_module(const backend::BackendConfig& backend, const torch::nn::
 /// first call of each module only (a QAT module's weight observer sees its
 /// weight once at a time).
 std::vector<const ir::Node*> weighted_module_nodes(const ir::GraphModule& gm, const backend::BackendConfig& backend,
-                                                  const CustomModuleMapping& custom_classes) {
+                                                   const CustomModuleMapping& custom_classes) {
   std::vector<const ir::Node*> nodes;
   std::unordered_set<const torch::nn::Module*> seen;
   for (const ir::Node* node : gm.graph().nodes()) {
@@ -279,7 +280,8 @@ void keep_outputs_quantized(ir::Graph& graph, const std::vector<int64_t>& indexe
 /// PyTorch's convert_standalone_module: the inputs the module takes quantized
 /// skip their dequantize, a quantized output gets one, and the module is
 /// converted on its own (with the parent's backend config, as PyTorch).
-void convert_standalone(ir::GraphModule& gm, ir::Node& node, nn::NestedGraphModuleImpl& sm, const PassOptions& options) {
+void convert_standalone(ir::GraphModule& gm, ir::Node& node, nn::NestedGraphModuleImpl& sm,
+                        const PassOptions& options) {
   for (int64_t i : sm.input_quantized_indexes) {
     if (i < static_cast<int64_t>(node.args().size()) && node.args()[i].is_node()) {
       detail::bypass_dequantize(gm.graph(), node, ir::Argument(node.args()[i]));
@@ -303,7 +305,8 @@ void convert_custom_module(ir::GraphModule& gm, ir::Node& node, const torch::nn:
   TORCH_CHECK(qconfig, "convert: custom module %", node.name(), " has no qconfig (was it prepared?)");
   if (quant::activation_is_statically_quantized(*qconfig)) {
     quantized.insert(&node);
-    for (const ir::Argument& arg : std::vector<ir::Argument>(node.args())) detail::bypass_dequantize(gm.graph(), node, arg);
+    for (const ir::Argument& arg : std::vector<ir::Argument>(node.args()))
+      detail::bypass_dequantize(gm.graph(), node, arg);
   }
   ActivationPostProcess* output_observer = nullptr;
   for (ir::Node* user : node.users()) {
@@ -337,7 +340,8 @@ void convert_nodes(ir::GraphModule& gm, const PassOptions& options, const Custom
       } else if (auto custom = detail::custom_module_at(*node, gm, custom_classes)) {
         convert_custom_module(gm, *node, *custom, custom_classes, quantized_outputs);
       } else if (dynamic_cast<const nn::QuantizableLSTMImpl*>(gm.get_submodule(node->target()).get())) {
-        TORCH_CHECK(false, "convert: %", node->name(), " is a torch.ao.nn.quantizable.LSTM and the ConvertCustomConfig "
+        TORCH_CHECK(false, "convert: %", node->name(),
+                    " is a torch.ao.nn.quantizable.LSTM and the ConvertCustomConfig "
                     "maps it to no quantized class: map it to torch.ao.nn.quantized.LSTM under "
                     "observed_to_quantized_custom_module_class (qfx quantize --convert-custom-config)");
       } else if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {
@@ -354,7 +358,8 @@ void convert_nodes(ir::GraphModule& gm, const PassOptions& options, const Custom
 bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
   static const CustomModuleMapping kNone;
   const CustomModuleMapping& custom_classes =
-      options.convert_custom_config ? options.convert_custom_config->observed_to_quantized_custom_module_classes : kNone;
+      options.convert_custom_config ? options.convert_custom_config->observed_to_quantized_custom_module_classes
+                                    : kNone;
   convert_nodes(gm, options, custom_classes);
   keep_outputs_quantized(gm.graph(), options.output_quantized_indexes);
   gm.graph().eliminate_dead_code();

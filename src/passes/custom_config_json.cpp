@@ -20,7 +20,8 @@ std::vector<int64_t> indexes(const nlohmann::json& j, const std::string& path) {
   if (!j.is_array()) json_fail(path, "expected a list of input/output positions");
   std::vector<int64_t> out;
   for (size_t i = 0; i < j.size(); ++i) {
-    if (!j[i].is_number_integer() || j[i].get<int64_t>() < 0) json_fail(index_path(path, i), "expected a non-negative integer");
+    if (!j[i].is_number_integer() || j[i].get<int64_t>() < 0)
+      json_fail(index_path(path, i), "expected a non-negative integer");
     out.push_back(j[i].get<int64_t>());
   }
   return out;

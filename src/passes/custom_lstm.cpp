@@ -13,16 +13,17 @@ namespace {
 
 bool is_getitem_of(const ir::Node& user, const ir::Node& value) {
   return user.op() == ir::Opcode::kCallFunction && user.target() == "operator.getitem" && user.args().size() == 2 &&
-         user.args()[0].is_node() && user.args()[0].to_node() == &value && user.args()[1].kind() == ir::Argument::Kind::kInt;
+         user.args()[0].is_node() && user.args()[0].to_node() == &value &&
+         user.args()[1].kind() == ir::Argument::Kind::kInt;
 }
 
 /// The getitem users of `value` taking item `index`; c10::Error for any other use.
 std::vector<ir::Node*> items_of(const ir::Node& lstm, const ir::Node& value, int64_t index, const char* what) {
   std::vector<ir::Node*> found;
   for (ir::Node* user : value.users()) {
-    TORCH_CHECK(is_getitem_of(*user, value) && (user->args()[1].to_int() == 0 || user->args()[1].to_int() == 1),
-                "%", lstm.name(), ": a statically quantized custom module LSTM returns quantized tensors, so its ",
-                what, " can only be indexed; %", user->name(), " uses it otherwise (write out, (h, c) = lstm(...))");
+    TORCH_CHECK(is_getitem_of(*user, value) && (user->args()[1].to_int() == 0 || user->args()[1].to_int() == 1), "%",
+                lstm.name(), ": a statically quantized custom module LSTM returns quantized tensors, so its ", what,
+                " can only be indexed; %", user->name(), " uses it otherwise (write out, (h, c) = lstm(...))");
     if (user->args()[1].to_int() == index) found.push_back(user);
   }
   return found;
@@ -55,7 +56,8 @@ bool is_custom_module_lstm(const torch::nn::Module& module, const quant::QConfig
   return ir::module_type_name(module) == "torch.nn.LSTM" && quant::activation_is_statically_quantized(qconfig);
 }
 
-void insert_lstm_dequant_stubs(ir::GraphModule& gm, ir::Node& lstm, std::unordered_map<const ir::Node*, DtypeInfo>& dtypes) {
+void insert_lstm_dequant_stubs(ir::GraphModule& gm, ir::Node& lstm,
+                               std::unordered_map<const ir::Node*, DtypeInfo>& dtypes) {
   for (ir::Node* out : items_of(lstm, lstm, 0, "result")) insert_stub(gm, *out, dtypes);
   for (ir::Node* hidden : items_of(lstm, lstm, 1, "result")) {
     for (int64_t i = 0; i < 2; ++i) {

@@ -24,7 +24,8 @@ bool is_custom_module_lstm(const torch::nn::Module& module, const quant::QConfig
 /// the stub; the stubs' output dtype is quint8, so their users observe no
 /// input again. c10::Error naming the node when the result is used
 /// otherwise than through those getitems.
-void insert_lstm_dequant_stubs(ir::GraphModule& gm, ir::Node& lstm, std::unordered_map<const ir::Node*, DtypeInfo>& dtypes);
+void insert_lstm_dequant_stubs(ir::GraphModule& gm, ir::Node& lstm,
+                               std::unordered_map<const ir::Node*, DtypeInfo>& dtypes);
 
 /// True for a call of a DeQuantStub module.
 bool is_dequant_stub(const ir::Node& node, const ir::GraphModule& gm);

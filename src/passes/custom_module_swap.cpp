@@ -42,8 +42,8 @@ const nn::CustomModuleClass& swapped_class(const ir::Node& node, const torch::nn
       if (nn::class_name_matches(python_class, from)) target = to;
     }
   }
-  TORCH_CHECK(!target.empty(), "%", node.name(), " (", python_class, "): the custom module mapping has no ",
-              quant_type, " entry for this class");
+  TORCH_CHECK(!target.empty(), "%", node.name(), " (", python_class, "): the custom module mapping has no ", quant_type,
+              " entry for this class");
   const nn::CustomModuleClass* found = nn::find_custom_module_class(target);
   TORCH_CHECK(found != nullptr, "%", node.name(), ": custom module class '", target,
               "' is not registered (qfx::nn::register_custom_module_class)");

@@ -59,7 +59,8 @@ std::string fixed_qparams_violation(const ir::Node& node, const ir::GraphModule&
         return "";
       }
     }
-    return "the fixed-qparams op needs the activation observer " + observer.repr() + " (as in get_default_qconfig_mapping)";
+    return "the fixed-qparams op needs the activation observer " + observer.repr() +
+           " (as in get_default_qconfig_mapping)";
   }
   return "";
 }
@@ -156,8 +157,8 @@ bool supported(PrepareContext& ctx, const ir::Node& node, const QuantMatch& matc
 void warn_shape_arguments(const std::vector<std::string>& warnings) {
   if (warnings.size() == 1) TORCH_WARN("prepare: ", warnings[0]);
   if (warnings.size() <= 1) return;
-  TORCH_WARN("prepare: ", warnings.size(), " nodes whose values a shape op reads as sizes stay float, the first: ",
-             warnings[0]);
+  TORCH_WARN("prepare: ", warnings.size(),
+             " nodes whose values a shape op reads as sizes stay float, the first: ", warnings[0]);
 }
 
 void observe_output(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::Node& node, const QuantMatch& match,
@@ -169,8 +170,8 @@ void observe_output(PrepareContext& ctx, detail::ObserverInserter& inserter, ir:
   quant::ObserverSpec spec = qconfig.activation;
   c10::ScalarType act = quant::qconfig_dtypes(qconfig).activation;
   if (act == c10::kQUInt8 && match.config != nullptr) {
-    const auto& overwrite = ctx.options.is_qat ? match.config->overwrite_output_fake_quantize()
-                                               : match.config->overwrite_output_observer();
+    const auto& overwrite =
+        ctx.options.is_qat ? match.config->overwrite_output_fake_quantize() : match.config->overwrite_output_observer();
     if (overwrite) spec = *overwrite;
   }
   ir::Node* observer = inserter.insert_after(node, spec);
@@ -178,8 +179,8 @@ void observe_output(PrepareContext& ctx, detail::ObserverInserter& inserter, ir:
   for (ir::Node* user : users) {
     if (user != observer) user->replace_input_with(&node, observer);
   }
-  bool same_graph = !(inserter.output_dtype(node) == c10::kQUInt8 && !node.args().empty() &&
-                      node.args()[0].is_node() && node.args()[0].to_node()->op() == ir::Opcode::kPlaceholder);
+  bool same_graph = !(inserter.output_dtype(node) == c10::kQUInt8 && !node.args().empty() && node.args()[0].is_node() &&
+                      node.args()[0].to_node()->op() == ir::Opcode::kPlaceholder);
   if ((match.shares_observer() && same_graph) || quant::is_reuse_input_qconfig(qconfig)) {
     if (!inserter.share_input_observer(node)) inserter.remove_output_observers(node);
   }
@@ -188,8 +189,8 @@ void observe_output(PrepareContext& ctx, detail::ObserverInserter& inserter, ir:
 void observe_graph_output(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::Node& output,
                           const std::vector<int64_t>& output_quantized_indexes) {
   if (output_quantized_indexes.empty()) return;
-  TORCH_CHECK(output_quantized_indexes == std::vector<int64_t>{0},
-              "output_quantized_indexes must be [] or [0], got ", output_quantized_indexes.size(), " indexes");
+  TORCH_CHECK(output_quantized_indexes == std::vector<int64_t>{0}, "output_quantized_indexes must be [] or [0], got ",
+              output_quantized_indexes.size(), " indexes");
   std::function<ir::Argument(const ir::Argument&)> observe = [&](const ir::Argument& arg) -> ir::Argument {
     if (arg.has_items()) {
       ir::Argument::Items items;
@@ -217,8 +218,8 @@ void note_float_weighted_module(const PrepareContext& ctx, ir::Node& node, const
   if (!nn::has_reference_module(type)) return;
   const backend::BackendPatternConfig* config = ctx.options.backend().module_config(type);
   if (config == nullptr || detail::supported_by_dtype_configs(qconfig, config->dtype_configs())) return;
-  node.meta()[kFloatReasonMeta] = "convert keeps it float: no dtype config of the backend's " + type +
-                                  " takes its qconfig's dtypes";
+  node.meta()[kFloatReasonMeta] =
+      "convert keeps it float: no dtype config of the backend's " + type + " takes its qconfig's dtypes";
 }
 
 /// The standalone module `node` calls, or nullptr.
@@ -243,8 +244,8 @@ PassOptions standalone_options(const PrepareContext& ctx, const ir::Node& node, 
     mapping->set_global(ctx.qconfigs.count(&node) > 0 ? ctx.qconfigs.at(&node) : std::nullopt);
     options.qconfig_mapping = mapping;
   }
-  options.prepare_custom_config = entry->prepare_custom_config ? entry->prepare_custom_config
-                                                               : std::make_shared<PrepareCustomConfig>();
+  options.prepare_custom_config =
+      entry->prepare_custom_config ? entry->prepare_custom_config : std::make_shared<PrepareCustomConfig>();
   options.input_quantized_indexes = options.prepare_custom_config->input_quantized_indexes;
   options.output_quantized_indexes = options.prepare_custom_config->output_quantized_indexes;
   options.is_qat = ctx.options.is_qat;

@@ -176,8 +176,7 @@ void lower_binary_op(Lowering& l, ir::Node* node) {
 bool is_prepack(const ir::Node& node) {
   static const std::unordered_set<std::string> kPrepackOps = {
       "torch.ops.quantized.linear_prepack", "torch.ops.quantized.linear_prepack_fp16",
-      "torch.ops.quantized.conv1d_prepack", "torch.ops.quantized.conv2d_prepack",
-      "torch.ops.quantized.conv3d_prepack"};
+      "torch.ops.quantized.conv1d_prepack", "torch.ops.quantized.conv2d_prepack", "torch.ops.quantized.conv3d_prepack"};
   return node.op() == ir::Opcode::kCallFunction && kPrepackOps.count(node.target()) > 0;
 }
 
@@ -191,7 +190,8 @@ std::unordered_set<const ir::Node*> producers_of(ir::Node* node) {
     frontier.pop_back();
     for (ir::Node* input : n->input_nodes()) {
       if (input->op() == ir::Opcode::kPlaceholder) return {};
-      if (nodes.insert(input).second && !is_call(*input, ir::Opcode::kCallFunction, "getattr")) frontier.push_back(input);
+      if (nodes.insert(input).second && !is_call(*input, ir::Opcode::kCallFunction, "getattr"))
+        frontier.push_back(input);
     }
   }
   return nodes;

@@ -1,4 +1,6 @@
 // lower-to-native's tables (PyTorch 1.13's _lower_to_native_backend.py).
+// Tables, one row per line (not reflowed by clang-format).
+// clang-format off
 
 #include "lower_tables.h"
 

@@ -19,8 +19,7 @@ namespace qfx::passes::detail {
 
 /// The graph being lowered and what the steps noticed.
 struct Lowering {
-  Lowering(ir::GraphModule& graph_module, const PassOptions& pass_options)
-      : gm(graph_module), options(pass_options) {}
+  Lowering(ir::GraphModule& graph_module, const PassOptions& pass_options) : gm(graph_module), options(pass_options) {}
 
   ir::GraphModule& gm;
   const PassOptions& options;

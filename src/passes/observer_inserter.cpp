@@ -84,7 +84,7 @@ ir::Argument ObserverInserter::observe_arg(ir::Node& node, const ir::Argument& a
     ir::Argument::Items items;
     for (const ir::Argument& item : arg.items()) items.push_back(observe_arg(node, item, qconfig));
     return arg.kind() == ir::Argument::Kind::kTuple ? ir::Argument::tuple(std::move(items))
-                                                   : ir::Argument::list(std::move(items));
+                                                    : ir::Argument::list(std::move(items));
   }
   if (!arg.is_node()) return arg;
   ir::Node* value = arg.to_node();
@@ -93,10 +93,9 @@ ir::Argument ObserverInserter::observe_arg(ir::Node& node, const ir::Argument& a
   bool dynamic = is_activation && dtypes_.at(&node).input_is_dynamic && standalone_inputs_.count(&node) == 0;
   TargetDtype as_output = output_dtype(*value);
   TargetDtype as_input = input_dtype(node, arg);
-  bool needs_observer =
-      (!dynamic && as_output != as_input && as_input != c10::kFloat && !is_unobservable(as_output) &&
-       !quant::is_reuse_input_qconfig(qconfig)) ||
-      (dynamic && !node.args().empty() && same_node(arg, node.args()[0]));
+  bool needs_observer = (!dynamic && as_output != as_input && as_input != c10::kFloat && !is_unobservable(as_output) &&
+                         !quant::is_reuse_input_qconfig(qconfig)) ||
+                        (dynamic && !node.args().empty() && same_node(arg, node.args()[0]));
   if (!needs_observer) return arg;
 
   const quant::ObserverSpec& spec = is_weight ? qconfig.weight : qconfig.activation;

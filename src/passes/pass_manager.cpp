@@ -50,9 +50,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 /// Runs `pass`; an error that names no node (`%conv`) gets the pass's name,
 /// so no bare ATen message leaves a pass.

@@ -41,7 +41,7 @@ quant::QConfigMapping with_composed_types(const ir::GraphModule& gm, quant::QCon
 }  // namespace
 
 std::unordered_map<const ir::Node*, quant::QConfigAny> node_qconfigs(const ir::GraphModule& gm,
-                                                                    const quant::QConfigMapping& mapping) {
+                                                                     const quant::QConfigMapping& mapping) {
   return quant::generate_qconfig_map(gm, with_composed_types(gm, mapping));
 }
 

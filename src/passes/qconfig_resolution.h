@@ -15,6 +15,6 @@ namespace qfx::passes::detail {
 /// QAT modules; c10::Error when the parts of a fused module have different
 /// object-type qconfigs.
 std::unordered_map<const ir::Node*, quant::QConfigAny> node_qconfigs(const ir::GraphModule& gm,
-                                                                    const quant::QConfigMapping& mapping);
+                                                                     const quant::QConfigMapping& mapping);
 
 }  // namespace qfx::passes::detail

@@ -14,13 +14,11 @@ bool node_has_no_tensors(const ir::Node& node, const ir::GraphModule& gm,
                          std::unordered_map<const ir::Node*, bool>& cache) {
   switch (node.op()) {
     case ir::Opcode::kPlaceholder:
-    case ir::Opcode::kGetAttr:
-      return false;
+    case ir::Opcode::kGetAttr: return false;
     case ir::Opcode::kCallModule:
       // an observer passes its input on; any other module makes tensors
       return is_observer_node(node, gm) && has_no_tensors(node.args().at(0), gm, cache);
-    default:
-      break;
+    default: break;
   }
   if (node.op() == ir::Opcode::kCallFunction && node.target() == "operator.getitem") {
     return has_no_tensors(node.args().at(0), gm, cache);

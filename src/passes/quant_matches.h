@@ -18,8 +18,8 @@ namespace qfx::passes::detail {
 struct QuantMatch {
   const backend::BackendPatternConfig* config;  ///< null for a standalone module's call
   pattern::PatternMatch match;
-  ir::Node* root;  ///< the pattern's input node (root-node getter, or PyTorch's default)
-  ir::Node* last;  ///< the pattern's output node
+  ir::Node* root;                             ///< the pattern's input node (root-node getter, or PyTorch's default)
+  ir::Node* last;                             ///< the pattern's output node
   backend::ObservationType observation_type;  ///< after num_tensor_args_to_observation_type
   std::vector<ir::Node*> nodes;               ///< the matched op nodes
 

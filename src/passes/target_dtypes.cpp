@@ -127,12 +127,10 @@ std::unordered_map<const ir::Node*, DtypeInfo> target_dtypes(
       case ir::Opcode::kOutput:
         infos[node] = both(contains(output_quantized_indexes, 0) ? c10::kQUInt8 : c10::kFloat);
         break;
-      case ir::Opcode::kGetAttr:
-        infos[node] = both(c10::kFloat);
-        break;
+      case ir::Opcode::kGetAttr: infos[node] = both(c10::kFloat); break;
       default:
-        infos[node] = call_dtypes(*node, gm, matches, qconfig == qconfigs.end() ? std::nullopt : qconfig->second,
-                                  cache);
+        infos[node] =
+            call_dtypes(*node, gm, matches, qconfig == qconfigs.end() ? std::nullopt : qconfig->second, cache);
     }
   }
   for (const ir::Node* node : gm.graph().nodes()) propagate_known(*node, infos, matches);

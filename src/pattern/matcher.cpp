@@ -29,8 +29,9 @@ bool bind_element(const Pattern& pattern, size_t index, const ir::Argument& valu
   if (!node) return decline("an argument is not a node where the pattern has " + element.op.name);
   if (!op_matches(element.op, *node, gm)) {
     std::string actual = op_name_of(*node, gm);
-    return decline("%" + node->name() + " is " + (actual.empty() ? "a " + std::string(ir::opcode_name(node->op())) : actual) +
-                   ", not " + element.op.name);
+    return decline("%" + node->name() + " is " +
+                   (actual.empty() ? "a " + std::string(ir::opcode_name(node->op())) : actual) + ", not " +
+                   element.op.name);
   }
   if (!is_output && node->users().size() > 1) {  // its value is needed elsewhere
     return decline("%" + node->name() + " has " + std::to_string(node->users().size()) +
@@ -52,14 +53,10 @@ bool bind_element(const Pattern& pattern, size_t index, const ir::Argument& valu
 
 std::string op_name_of(const ir::Node& node, const ir::GraphModule& gm) {
   switch (node.op()) {
-    case ir::Opcode::kCallModule:
-      return ir::module_type_name(*gm.get_submodule(node.target()));
-    case ir::Opcode::kCallFunction:
-      return canonical_op_name(node.target());
-    case ir::Opcode::kCallMethod:
-      return node.target();
-    default:
-      return "";
+    case ir::Opcode::kCallModule: return ir::module_type_name(*gm.get_submodule(node.target()));
+    case ir::Opcode::kCallFunction: return canonical_op_name(node.target());
+    case ir::Opcode::kCallMethod: return node.target();
+    default: return "";
   }
 }
 
@@ -108,9 +105,8 @@ std::string why_no_match(const Pattern& pattern, ir::Node& node, const ir::Graph
 std::vector<size_t> match_order(const std::vector<const Pattern*>& patterns) {
   std::vector<size_t> order(patterns.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return patterns[a]->elements().size() > patterns[b]->elements().size();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return patterns[a]->elements().size() > patterns[b]->elements().size(); });
   return order;
 }
 

@@ -1,6 +1,8 @@
 // The names of PyTorch ops that quantization configs refer to, as data: module
 // types by family (float, fused, QAT, reference, quantized, dynamic), the
 // functions of the built-in backends, and the aliases PyTorch has for them.
+// Tables, one row per line (not reflowed by clang-format).
+// clang-format off
 
 #include "op_names.h"
 

@@ -114,8 +114,7 @@ size_t Pattern::hash() const {
 }
 
 ir::Node* PatternMatch::node(size_t index) const {
-  TORCH_CHECK(index < values.size(), "pattern element ", index, " is out of range (", values.size(),
-              " matched)");
+  TORCH_CHECK(index < values.size(), "pattern element ", index, " is out of range (", values.size(), " matched)");
   return values[index].is_node() ? values[index].to_node() : nullptr;
 }
 

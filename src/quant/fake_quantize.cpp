@@ -87,8 +87,7 @@ at::Tensor FakeQuantizeImpl::forward(const at::Tensor& x) {
   return fake_quantize(x, observer(), scale, zero_point);
 }
 
-FixedQParamsFakeQuantizeImpl::FixedQParamsFakeQuantizeImpl(ObserverSpec observer)
-    : observer_spec(std::move(observer)) {
+FixedQParamsFakeQuantizeImpl::FixedQParamsFakeQuantizeImpl(ObserverSpec observer) : observer_spec(std::move(observer)) {
   reset();
 }
 
@@ -123,7 +122,8 @@ void FusedMovingAvgObsFakeQuantizeImpl::reset() {
   std::string type = spec.short_type();
   TORCH_CHECK(type == "MovingAverageMinMaxObserver" || type == "MovingAveragePerChannelMinMaxObserver",
               "FusedMovingAvgObsFakeQuantize works only with MovingAverageMinMaxObserver or "
-              "MovingAveragePerChannelMinMaxObserver, not ", type);
+              "MovingAveragePerChannelMinMaxObserver, not ",
+              type);
   scale = register_buffer("scale", at::ones({1}, at::kFloat));
   zero_point = register_buffer("zero_point", at::zeros({1}, at::kInt));
 }
@@ -131,8 +131,8 @@ void FusedMovingAvgObsFakeQuantizeImpl::reset() {
 at::Tensor FusedMovingAvgObsFakeQuantizeImpl::forward(const at::Tensor& x) {
   auto& stats = dynamic_cast<MinMaxStatsObserver&>(*activation_post_process);
   auto [quant_min, quant_max] = quant_range();
-  return at::fused_moving_avg_obs_fake_quant(x, observer_enabled_, fake_quant_enabled_, stats.min_val, stats.max_val, scale,
-                                             zero_point, averaging_constant(), quant_min, quant_max, ch_axis(),
+  return at::fused_moving_avg_obs_fake_quant(x, observer_enabled_, fake_quant_enabled_, stats.min_val, stats.max_val,
+                                             scale, zero_point, averaging_constant(), quant_min, quant_max, ch_axis(),
                                              is_per_channel(qscheme()), is_symmetric(qscheme()));
 }
 
@@ -140,7 +140,8 @@ double FusedMovingAvgObsFakeQuantizeImpl::averaging_constant() const {
   if (auto* per_tensor = dynamic_cast<MovingAverageMinMaxObserverImpl*>(activation_post_process.get())) {
     return per_tensor->options.averaging_constant();
   }
-  return dynamic_cast<MovingAveragePerChannelMinMaxObserverImpl&>(*activation_post_process).options.averaging_constant();
+  return dynamic_cast<MovingAveragePerChannelMinMaxObserverImpl&>(*activation_post_process)
+      .options.averaging_constant();
 }
 
 LearnableFakeQuantizeImpl::LearnableFakeQuantizeImpl(LearnableFakeQuantizeOptions options)
@@ -149,16 +150,19 @@ LearnableFakeQuantizeImpl::LearnableFakeQuantizeImpl(LearnableFakeQuantizeOption
 }
 
 void LearnableFakeQuantizeImpl::reset() {
-  TORCH_CHECK(options.quant_min() < options.quant_max(), "LearnableFakeQuantize: quant_min must be less than quant_max");
+  TORCH_CHECK(options.quant_min() < options.quant_max(),
+              "LearnableFakeQuantize: quant_min must be less than quant_max");
   int64_t channels = options.channel_len();
   TORCH_CHECK(channels == -1 || channels > 0, "LearnableFakeQuantize: channel_len must be positive, or -1");
   int64_t n = channels == -1 ? 1 : channels;
   scale = register_parameter("scale", at::full({n}, options.scale(), at::kFloat));
   zero_point = register_parameter("zero_point", at::full({n}, options.zero_point(), at::kFloat));
-  ObserverSpec spec = options.observer().with_args({{"quant_min", options.quant_min()}, {"quant_max", options.quant_max()}});
+  ObserverSpec spec =
+      options.observer().with_args({{"quant_min", options.quant_min()}, {"quant_max", options.quant_max()}});
   activation_post_process = make_observer(*this, spec);
   auto [lo, hi] = calculate_qmin_qmax(c10::nullopt, c10::nullopt, activation_post_process->dtype(), false);
-  TORCH_CHECK(lo <= options.quant_min() && options.quant_max() <= hi, "LearnableFakeQuantize: quant range out of bound");
+  TORCH_CHECK(lo <= options.quant_min() && options.quant_max() <= hi,
+              "LearnableFakeQuantize: quant range out of bound");
   // PyTorch's buffers: fake_quant_enabled, static_enabled (the observer flag), learning_enabled, eps.
   fake_quant_enabled_ = register_buffer("fake_quant_enabled", at::ones({1}, at::kByte));
   observer_enabled_ = register_buffer("static_enabled", at::ones({1}, at::kByte));
@@ -216,9 +220,8 @@ at::Tensor LearnableFakeQuantizeImpl::forward(const at::Tensor& x) {
     zero_point.zero_();
   }
   // Python: 1.0 / (X.numel() * quant_max) ** 0.5
-  double grad_factor = options.use_grad_scaling()
-                           ? 1.0 / std::pow(static_cast<double>(x.numel() * options.quant_max()), 0.5)
-                           : 1.0;
+  double grad_factor =
+      options.use_grad_scaling() ? 1.0 / std::pow(static_cast<double>(x.numel() * options.quant_max()), 0.5) : 1.0;
   if (is_per_channel(qscheme())) {
     return at::_fake_quantize_learnable_per_channel_affine(x, scale, zero_point, ch_axis(), options.quant_min(),
                                                            options.quant_max(), grad_factor);

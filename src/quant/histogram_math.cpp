@@ -64,7 +64,7 @@ int32_t position(float elt, const Binning& range, float scale, float width) {
 // at run time; the library is built for baseline x86-64). Returns how many
 // elements it did.
 __attribute__((target("avx2"))) int64_t positions_avx2(const float* x, int64_t n, const Binning& range, float scale,
-                                                      float width, int32_t* pos) {
+                                                       float width, int32_t* pos) {
   const __m256 vleft = _mm256_set1_ps(range.left), vright = _mm256_set1_ps(range.right);
   const __m256 vscale = _mm256_set1_ps(scale), vwidth = _mm256_set1_ps(width);
   const __m256i vexcluded = _mm256_set1_epi32(static_cast<int32_t>(range.excluded));
@@ -117,8 +117,9 @@ void positions(const float* x, int64_t n, const Binning& range, int32_t* pos) {
   const __m128i vlast = _mm_set1_epi32(range.bins - 1), voutside = _mm_set1_epi32(range.bins + 1);
   for (; i + 4 <= n; i += 4) {
     __m128 elt = _mm_loadu_ps(x + i);
-    __m128i inside = _mm_andnot_si128(_mm_cmpeq_epi32(_mm_castps_si128(elt), vexcluded),
-                                      _mm_castps_si128(_mm_and_ps(_mm_cmpge_ps(elt, vleft), _mm_cmple_ps(elt, vright))));
+    __m128i inside =
+        _mm_andnot_si128(_mm_cmpeq_epi32(_mm_castps_si128(elt), vexcluded),
+                         _mm_castps_si128(_mm_and_ps(_mm_cmpge_ps(elt, vleft), _mm_cmple_ps(elt, vright))));
     __m128 q = _mm_mul_ps(_mm_div_ps(_mm_sub_ps(elt, vleft), vwidth), vscale);
     __m128i p = _mm_cvttps_epi32(_mm_and_ps(q, _mm_castsi128_ps(inside)));
     __m128i over = _mm_cmpgt_epi32(p, vlast);
@@ -375,8 +376,8 @@ __attribute__((target("avx2"))) inline __m256 dst_bins_avx2(__m256 a, __m256d b,
 
 // l2_norm of eight bins, the same float operations in the same order.
 __attribute__((target("avx2"))) inline __m256 l2_norms_avx2(__m256 begin, __m256 end, __m256 density) {
-  const __m256 cubes = _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(end, end), end),
-                                     _mm256_mul_ps(_mm256_mul_ps(begin, begin), begin));
+  const __m256 cubes =
+      _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(end, end), end), _mm256_mul_ps(_mm256_mul_ps(begin, begin), begin));
   return _mm256_mul_ps(density, _mm256_div_ps(cubes, _mm256_set1_ps(3.0f)));
 }
 
@@ -384,16 +385,15 @@ __attribute__((target("avx2"))) inline __m256 l2_norms_avx2(__m256 begin, __m256
 // at run time, without FMA: every product and sum rounds as the scalar loop's
 // does; an empty bin's norm comes out as ±0, which sums as the scalar loop's
 // +0 does). Returns how many bins it did.
-__attribute__((target("avx2"))) int64_t norms_avx2(const float* hist, int64_t bins, const NormTerms& t,
-                                                   float* norm) {
+__attribute__((target("avx2"))) int64_t norms_avx2(const float* hist, int64_t bins, const NormTerms& t, float* norm) {
   const __m256 width = _mm256_set1_ps(t.width), dst_width = _mm256_set1_ps(t.dst_width);
   const __m256 half = _mm256_set1_ps(t.half), minus_half = _mm256_set1_ps(t.minus_half);
   const __m256 one = _mm256_set1_ps(1.0f), point_five = _mm256_set1_ps(0.5f), zero = _mm256_setzero_ps();
   const __m256d dst_width_d = _mm256_set1_pd(static_cast<double>(t.dst_width));
   const __m256d last = _mm256_set1_pd(static_cast<double>(t.last));
   const __m256i step = _mm256_set1_epi32(8);
-  __m256i k = _mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                               _mm256_set1_epi32(static_cast<int32_t>(t.start_bin)));
+  __m256i k =
+      _mm256_sub_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int32_t>(t.start_bin)));
   int64_t i = 0;
   for (; i + 8 <= bins; i += 8, k = _mm256_add_epi32(k, step)) {
     const __m256 begin = _mm256_mul_ps(_mm256_cvtepi32_ps(k), width);
@@ -508,8 +508,10 @@ size_t first_active_beta(const std::vector<double>& beta, size_t from, double al
   size_t lo = from, hi = beta.size() - 1;  // idle(lo - 1) held; idle(hi) is false (beta < 0 <= alpha)
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (idle(mid)) lo = mid + 1;
-    else hi = mid;
+    if (idle(mid))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -546,7 +548,8 @@ std::pair<float, float> non_linear_param_search(const at::Tensor& histogram, flo
   const std::vector<float>& cumulative = cumsum(histogram);
   const float* csum = cumulative.data();
   // _compute_quantization_error's bin width is computed in double from .item().
-  const double error_bin_width = (static_cast<double>(max_val) - static_cast<double>(min_val)) / static_cast<double>(bins);
+  const double error_bin_width =
+      (static_cast<double>(max_val) - static_cast<double>(min_val)) / static_cast<double>(bins);
   // Bins are counts, but a combined histogram can hold tiny negative values.
   const bool sorted = std::isfinite(total) && std::is_sorted(csum, csum + bins);
   const SearchSteps& steps = search_steps();

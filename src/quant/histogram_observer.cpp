@@ -18,7 +18,8 @@ HistogramObserverImpl::HistogramObserverImpl(HistogramObserverOptions options)
   TORCH_CHECK(is_per_tensor(options.qscheme()),
               "HistogramObserver's qscheme must be torch.per_tensor_symmetric or torch.per_tensor_affine, not ",
               qscheme_name(options.qscheme()));
-  TORCH_CHECK(options.bins() > 0 && options.upsample_rate() > 0, "HistogramObserver: bins and upsample_rate must be positive");
+  TORCH_CHECK(options.bins() > 0 && options.upsample_rate() > 0,
+              "HistogramObserver: bins and upsample_rate must be positive");
   reset();
 }
 
@@ -58,8 +59,8 @@ struct AdjustedRange {
 AdjustedRange adjust_min_max(const at::Tensor& combined_min, const at::Tensor& combined_max, const at::Tensor& min_val,
                              const at::Tensor& max_val, int64_t bins, int64_t upsample_rate) {
   at::Tensor hist_bin_width = (max_val - min_val) / (bins * upsample_rate);
-  auto downsample_rate = static_cast<int64_t>(
-      at::ceil((combined_max - combined_min) / (bins * hist_bin_width)).item<double>());
+  auto downsample_rate =
+      static_cast<int64_t>(at::ceil((combined_max - combined_min) / (bins * hist_bin_width)).item<double>());
   at::Tensor e = downsample_rate * (bins * hist_bin_width) - (combined_max - combined_min);
   auto start_idx = static_cast<int64_t>(at::round((min_val - combined_min) / hist_bin_width).item<double>());
   return {combined_min, combined_max + e, downsample_rate, start_idx};

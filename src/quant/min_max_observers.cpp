@@ -27,7 +27,8 @@ const char* check_qscheme(c10::QScheme qscheme, bool per_channel, const char* cl
   if (per_channel) {
     TORCH_CHECK(is_per_channel(qscheme), class_name,
                 "'s qscheme must be torch.per_channel_symmetric, torch.per_channel_affine or "
-                "torch.per_channel_affine_float_qparams, not ", qscheme_name(qscheme));
+                "torch.per_channel_affine_float_qparams, not ",
+                qscheme_name(qscheme));
   } else {
     TORCH_CHECK(is_per_tensor(qscheme), class_name,
                 "'s qscheme must be torch.per_tensor_symmetric or torch.per_tensor_affine, not ",
@@ -136,8 +137,7 @@ at::Tensor MinMaxObserverImpl::forward(const at::Tensor& x_orig) {
 }
 
 MovingAverageMinMaxObserverImpl::MovingAverageMinMaxObserverImpl(MovingAverageMinMaxObserverOptions options)
-    : MinMaxStatsObserver(UniformObserverOptions::of(options), "MovingAverageMinMaxObserver", false),
-      options(options) {
+    : MinMaxStatsObserver(UniformObserverOptions::of(options), "MovingAverageMinMaxObserver", false), options(options) {
   reset();
 }
 
@@ -147,8 +147,7 @@ at::Tensor MovingAverageMinMaxObserverImpl::forward(const at::Tensor& x_orig) {
 }
 
 PerChannelMinMaxObserverImpl::PerChannelMinMaxObserverImpl(PerChannelMinMaxObserverOptions options)
-    : MinMaxStatsObserver(UniformObserverOptions::of(options), "PerChannelMinMaxObserver", true),
-      options(options) {
+    : MinMaxStatsObserver(UniformObserverOptions::of(options), "PerChannelMinMaxObserver", true), options(options) {
   reset();
 }
 

@@ -44,9 +44,7 @@ UniformObserverBase::UniformObserverBase(const UniformObserverOptions& options, 
   quant_range_ = calculate_qmin_qmax(options.quant_min(), options.quant_max(), dtype, options.reduce_range());
 }
 
-void UniformObserverBase::register_eps() {
-  eps_ = register_buffer("eps", at::tensor({uniform_.eps()}, at::kFloat));
-}
+void UniformObserverBase::register_eps() { eps_ = register_buffer("eps", at::tensor({uniform_.eps()}, at::kFloat)); }
 
 namespace {
 

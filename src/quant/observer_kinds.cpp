@@ -27,10 +27,14 @@ std::string tensor_str(const at::Tensor& t) {
   for (int64_t i = 0; i < flat.numel(); ++i) {
     double v = flat[i].item<double>();
     char buf[48];
-    if (std::isinf(v)) std::snprintf(buf, sizeof(buf), "%s", v > 0 ? "inf" : "-inf");
-    else if (!t.is_floating_point()) std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(v));
-    else if (integral) std::snprintf(buf, sizeof(buf), "%.0f.", v);
-    else std::snprintf(buf, sizeof(buf), "%.4f", v);
+    if (std::isinf(v))
+      std::snprintf(buf, sizeof(buf), "%s", v > 0 ? "inf" : "-inf");
+    else if (!t.is_floating_point())
+      std::snprintf(buf, sizeof(buf), "%lld", static_cast<long long>(v));
+    else if (integral)
+      std::snprintf(buf, sizeof(buf), "%.0f.", v);
+    else
+      std::snprintf(buf, sizeof(buf), "%.4f", v);
     items += (i ? ", " : "") + std::string(buf);
   }
   bool default_dtype = t.scalar_type() == at::kFloat || t.scalar_type() == at::kLong;
@@ -112,9 +116,8 @@ std::shared_ptr<ActivationPostProcess> make(Options options) {
 
 void add_observers(ObserverRegistry& r) {
   std::string m = kObserverModule;
-  r.add(m + "MinMaxObserver", [](SpecReader& a) {
-    return make<MinMaxObserver>(read_uniform(a, MinMaxObserverOptions()));
-  });
+  r.add(m + "MinMaxObserver",
+        [](SpecReader& a) { return make<MinMaxObserver>(read_uniform(a, MinMaxObserverOptions())); });
   r.add(m + "MovingAverageMinMaxObserver", [](SpecReader& a) {
     auto o = MovingAverageMinMaxObserverOptions().averaging_constant(a.real("averaging_constant", 0.01));
     return make<MovingAverageMinMaxObserver>(read_uniform(a, o));
@@ -138,7 +141,8 @@ void add_observers(ObserverRegistry& r) {
 void add_simple_observers(ObserverRegistry& r) {
   std::string m = kObserverModule;
   r.add(m + "PlaceholderObserver", [](SpecReader& a) {
-    auto o = PlaceholderObserverOptions().dtype(a.dtype("dtype", c10::kFloat)).custom_op_name(a.text("custom_op_name", ""));
+    auto o =
+        PlaceholderObserverOptions().dtype(a.dtype("dtype", c10::kFloat)).custom_op_name(a.text("custom_op_name", ""));
     o.compute_dtype(a.optional_dtype("compute_dtype"));
     if (a.boolean("is_dynamic", false)) o.compute_dtype(o.dtype());  // PyTorch 2.x spelling of dynamic
     return make<PlaceholderObserver>(o);
@@ -164,7 +168,8 @@ void add_fake_quantizers(ObserverRegistry& r) {
   std::string m = kFakeQuantModule;
   r.add(m + "FakeQuantize", [](SpecReader& a) {
     ObserverSpec observer = a.spec("observer", ObserverSpec("MovingAverageMinMaxObserver"));
-    auto o = FakeQuantizeOptions().quant_min(a.optional_integer("quant_min")).quant_max(a.optional_integer("quant_max"));
+    auto o =
+        FakeQuantizeOptions().quant_min(a.optional_integer("quant_min")).quant_max(a.optional_integer("quant_max"));
     o.observer(observer.with_args(a.rest()));
     return make<FakeQuantize>(o);
   });
@@ -174,7 +179,9 @@ void add_fake_quantizers(ObserverRegistry& r) {
   });
   r.add(m + "FusedMovingAvgObsFakeQuantize", [](SpecReader& a) {
     ObserverSpec observer = a.spec("observer", ObserverSpec("MovingAverageMinMaxObserver"));
-    auto o = FusedMovingAvgObsFakeQuantizeOptions().quant_min(a.integer("quant_min", 0)).quant_max(a.integer("quant_max", 255));
+    auto o = FusedMovingAvgObsFakeQuantizeOptions()
+                 .quant_min(a.integer("quant_min", 0))
+                 .quant_max(a.integer("quant_max", 255));
     o.observer(observer.with_args(a.rest()));
     return make<FusedMovingAvgObsFakeQuantize>(o);
   });
@@ -198,8 +205,7 @@ void add_module_kinds() {
   add_module_kind<PerChannelMinMaxObserverImpl>(m + "PerChannelMinMaxObserver",
                                                 min_max_repr<PerChannelMinMaxObserverImpl>, kObserver);
   add_module_kind<MovingAveragePerChannelMinMaxObserverImpl>(
-      m + "MovingAveragePerChannelMinMaxObserver", min_max_repr<MovingAveragePerChannelMinMaxObserverImpl>,
-      kObserver);
+      m + "MovingAveragePerChannelMinMaxObserver", min_max_repr<MovingAveragePerChannelMinMaxObserverImpl>, kObserver);
   add_module_kind<HistogramObserverImpl>(m + "HistogramObserver", min_max_repr<HistogramObserverImpl>, kObserver);
   add_module_kind<PlaceholderObserverImpl>(m + "PlaceholderObserver", no_repr);
   add_module_kind<FixedQParamsObserverImpl>(m + "FixedQParamsObserver", no_repr);

@@ -23,9 +23,7 @@ SpecValue::SpecValue(c10::ScalarType v) : value_(v) {}
 SpecValue::SpecValue(c10::QScheme v) : value_(v) {}
 SpecValue::SpecValue(const ObserverSpec& v) : value_(std::make_shared<const ObserverSpec>(v)) {}
 
-double SpecValue::to_double() const {
-  return is_int() ? static_cast<double>(to_int()) : std::get<double>(value_);
-}
+double SpecValue::to_double() const { return is_int() ? static_cast<double>(to_int()) : std::get<double>(value_); }
 
 const char* SpecValue::kind() const {
   if (is_none()) return "None";
@@ -202,9 +200,7 @@ bool SpecReader::boolean(const char* name, bool fallback) {
   return v->to_bool();
 }
 
-int64_t SpecReader::integer(const char* name, int64_t fallback) {
-  return optional_integer(name).value_or(fallback);
-}
+int64_t SpecReader::integer(const char* name, int64_t fallback) { return optional_integer(name).value_or(fallback); }
 
 c10::optional<int64_t> SpecReader::optional_integer(const char* name) {
   const SpecValue* v = take(name);

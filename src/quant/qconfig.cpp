@@ -26,6 +26,8 @@ constexpr double kEps12 = 0.000244140625;  // 2 ** -12
 
 using SpecRows = std::map<std::string, std::function<ObserverSpec()>>;
 
+// A table, one row per line (not reflowed by clang-format).
+// clang-format off
 const SpecRows& observer_rows() {
   static const SpecRows kRows = {
       // observer.py
@@ -73,7 +75,10 @@ const SpecRows& observer_rows() {
   };
   return kRows;
 }
+// clang-format on
 
+// A table, one row per line (not reflowed by clang-format).
+// clang-format off
 const SpecRows& fake_quant_rows() {
   static const SpecRows kRows = {
       // fake_quantize.py
@@ -160,6 +165,7 @@ const SpecRows& fake_quant_rows() {
   };
   return kRows;
 }
+// clang-format on
 
 ObserverSpec preset(const char* name) { return *observer_preset(name); }
 
@@ -171,13 +177,18 @@ ObserverSpec symmetric_qnnpack_activation() {
 }
 
 ObserverSpec symmetric_qnnpack_qat_activation() {
-  return spec("FusedMovingAvgObsFakeQuantize",
-              {{"observer", spec("MovingAverageMinMaxObserver")}, {"quant_min", -128}, {"quant_max", 127},
-               {"dtype", kQInt8}, {"reduce_range", false}, {"eps", kEps12}});
+  return spec("FusedMovingAvgObsFakeQuantize", {{"observer", spec("MovingAverageMinMaxObserver")},
+                                                {"quant_min", -128},
+                                                {"quant_max", 127},
+                                                {"dtype", kQInt8},
+                                                {"reduce_range", false},
+                                                {"eps", kEps12}});
 }
 
 using QConfigRows = std::map<std::string, std::function<QConfig()>>;
 
+// A table, one row per line (not reflowed by clang-format).
+// clang-format off
 const QConfigRows& qconfig_rows() {
   static const QConfigRows kRows = {
       {"default_qconfig", [] { return qconfig("default_observer", "default_weight_observer"); }},
@@ -227,6 +238,7 @@ const QConfigRows& qconfig_rows() {
   };
   return kRows;
 }
+// clang-format on
 
 template <typename Rows>
 std::vector<std::string> keys(const Rows& rows) {
@@ -281,7 +293,8 @@ QConfig get_default_qconfig(const std::string& backend) {
   if (backend == "fbgemm" || backend == "x86") {
     return {spec("HistogramObserver", {{"reduce_range", true}}), per_channel};
   }
-  if (backend == "qnnpack") return {spec("HistogramObserver", {{"reduce_range", false}}), preset("default_weight_observer")};
+  if (backend == "qnnpack")
+    return {spec("HistogramObserver", {{"reduce_range", false}}), preset("default_weight_observer")};
   if (backend == "onednn") return {spec("HistogramObserver", {{"reduce_range", false}}), per_channel};
   return *qconfig_preset("default_qconfig");
 }

@@ -41,7 +41,8 @@ SpecValue value_from_json(const json& j, const std::string& path) {
   std::string s = j.get<std::string>();
   if (auto dtype = ir::parse_dtype(s)) return *dtype;
   if (auto qscheme = parse_qscheme(s)) return *qscheme;
-  if (s.rfind("torch.", 0) == 0 && s.find("per_") != std::string::npos) json_fail(path, "unknown qscheme \"" + s + "\"");
+  if (s.rfind("torch.", 0) == 0 && s.find("per_") != std::string::npos)
+    json_fail(path, "unknown qscheme \"" + s + "\"");
   if (s.rfind("torch.", 0) == 0 && s.find('.', 6) == std::string::npos) json_fail(path, "unknown dtype \"" + s + "\"");
   return s;
 }
@@ -54,7 +55,8 @@ const json& list_at(const json& j, const char* key, const std::string& path) {
 
 const json& entry(const json& list, size_t i, size_t size, const std::string& path) {
   const json& e = list[i];
-  if (!e.is_array() || e.size() != size) json_fail(index_path(path, i), "expected a list of " + std::to_string(size) + " items");
+  if (!e.is_array() || e.size() != size)
+    json_fail(index_path(path, i), "expected a list of " + std::to_string(size) + " items");
   return e;
 }
 
@@ -82,7 +84,8 @@ ObserverSpec spec_from_json(const json& j, const std::string& path) {
   check_keys(j, {"type", "args"}, path);
   if (!j.contains("type") || !j["type"].is_string()) json_fail(join_path(path, "type"), "expected a class name");
   std::string type = j["type"].get<std::string>();
-  if (!ObserverRegistry::instance().resolve(type)) json_fail(join_path(path, "type"), "unknown observer class \"" + type + "\"");
+  if (!ObserverRegistry::instance().resolve(type))
+    json_fail(join_path(path, "type"), "unknown observer class \"" + type + "\"");
   SpecArgs args;
   if (j.contains("args")) {
     if (!j["args"].is_object()) json_fail(join_path(path, "args"), "expected an object of arguments");
@@ -129,8 +132,11 @@ json qconfig_mapping_to_json(const QConfigMapping& m) {
   for (const auto& e : m.module_name_object_type_order_qconfigs()) {
     orders.push_back({e.module_name, e.object_type, e.index, qconfig_to_json(e.qconfig)});
   }
-  return {{"", qconfig_to_json(m.global_qconfig())}, {"object_type", object_type}, {"module_name_regex", regex},
-          {"module_name", names}, {"module_name_object_type_order", orders}};
+  return {{"", qconfig_to_json(m.global_qconfig())},
+          {"object_type", object_type},
+          {"module_name_regex", regex},
+          {"module_name", names},
+          {"module_name_object_type_order", orders}};
 }
 
 QConfigMapping qconfig_mapping_from_json(const json& j) {
@@ -150,7 +156,8 @@ QConfigMapping qconfig_mapping_from_json(const json& j) {
     const json& list = list_at(j, "object_type", "");
     for (size_t i = 0; i < list.size(); ++i) {
       const json& e = entry(list, i, 2, index_path("object_type", i));
-      m.set_object_type(name_at(e[0], index_path("object_type", i) + "[0]"), qconfig_from_json(e[1], index_path("object_type", i) + "[1]"));
+      m.set_object_type(name_at(e[0], index_path("object_type", i) + "[0]"),
+                        qconfig_from_json(e[1], index_path("object_type", i) + "[1]"));
     }
   }
   if (j.contains("module_name_regex")) {
@@ -169,7 +176,8 @@ QConfigMapping qconfig_mapping_from_json(const json& j) {
     const json& list = list_at(j, "module_name", "");
     for (size_t i = 0; i < list.size(); ++i) {
       const json& e = entry(list, i, 2, "module_name");
-      m.set_module_name(name_at(e[0], index_path("module_name", i) + "[0]"), qconfig_from_json(e[1], index_path("module_name", i) + "[1]"));
+      m.set_module_name(name_at(e[0], index_path("module_name", i) + "[0]"),
+                        qconfig_from_json(e[1], index_path("module_name", i) + "[1]"));
     }
   }
   if (j.contains("module_name_object_type_order")) {

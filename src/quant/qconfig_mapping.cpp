@@ -131,15 +131,27 @@ QConfigMapping default_mapping(bool is_qat, const std::string& backend, int vers
     const QConfig& qconfig;
   };
   const Row rows[] = {
-      {"torch.nn.Conv1d", qconfig}, {"torch.nn.Conv2d", qconfig}, {"torch.nn.Conv3d", qconfig},
-      {"torch.nn.ConvTranspose1d", transpose}, {"torch.nn.ConvTranspose2d", transpose},
-      {"torch.nn.ConvTranspose3d", transpose}, {"torch.nn.Linear", qconfig},
-      {"torch.nn.functional.conv1d", qconfig}, {"torch.nn.functional.conv2d", qconfig},
-      {"torch.nn.functional.conv3d", qconfig}, {"torch.nn.functional.conv_transpose1d", transpose},
-      {"torch.nn.functional.conv_transpose2d", transpose}, {"torch.nn.functional.conv_transpose3d", transpose},
-      {"torch.nn.functional.linear", qconfig}, {"torch.nn.ReLU", qconfig}, {"torch.nn.functional.relu", qconfig},
-      {"torch.relu", qconfig}, {"torch.nn.BatchNorm1d", qconfig}, {"torch.nn.BatchNorm2d", qconfig},
-      {"torch.nn.BatchNorm3d", qconfig}, {"torch.nn.functional.layer_norm", layernorm},
+      {"torch.nn.Conv1d", qconfig},
+      {"torch.nn.Conv2d", qconfig},
+      {"torch.nn.Conv3d", qconfig},
+      {"torch.nn.ConvTranspose1d", transpose},
+      {"torch.nn.ConvTranspose2d", transpose},
+      {"torch.nn.ConvTranspose3d", transpose},
+      {"torch.nn.Linear", qconfig},
+      {"torch.nn.functional.conv1d", qconfig},
+      {"torch.nn.functional.conv2d", qconfig},
+      {"torch.nn.functional.conv3d", qconfig},
+      {"torch.nn.functional.conv_transpose1d", transpose},
+      {"torch.nn.functional.conv_transpose2d", transpose},
+      {"torch.nn.functional.conv_transpose3d", transpose},
+      {"torch.nn.functional.linear", qconfig},
+      {"torch.nn.ReLU", qconfig},
+      {"torch.nn.functional.relu", qconfig},
+      {"torch.relu", qconfig},
+      {"torch.nn.BatchNorm1d", qconfig},
+      {"torch.nn.BatchNorm2d", qconfig},
+      {"torch.nn.BatchNorm3d", qconfig},
+      {"torch.nn.functional.layer_norm", layernorm},
       {"torch.nn.LayerNorm", layernorm},
   };
   for (const Row& row : rows) mapping.set_object_type(row.type, row.qconfig);
@@ -156,10 +168,19 @@ QConfigMapping default_mapping(bool is_qat, const std::string& backend, int vers
 const std::vector<std::pair<std::string, ObserverSpec>>& fixed_qparams_op_observers() {
   static const auto kOps = [] {
     const std::pair<const char*, const char*> rows[] = {
-        {"torch.nn.Hardsigmoid", "0to1"}, {"torch.nn.functional.hardsigmoid", "0to1"}, {"hardsigmoid", "0to1"},
-        {"hardsigmoid_", "0to1"}, {"torch.nn.Sigmoid", "0to1"}, {"torch.sigmoid", "0to1"}, {"sigmoid", "0to1"},
-        {"sigmoid_", "0to1"}, {"torch.nn.Softmax", "0to1"}, {"torch.nn.Tanh", "neg1to1"}, {"torch.tanh", "neg1to1"},
-        {"tanh", "neg1to1"}, {"tanh_", "neg1to1"},
+        {"torch.nn.Hardsigmoid", "0to1"},
+        {"torch.nn.functional.hardsigmoid", "0to1"},
+        {"hardsigmoid", "0to1"},
+        {"hardsigmoid_", "0to1"},
+        {"torch.nn.Sigmoid", "0to1"},
+        {"torch.sigmoid", "0to1"},
+        {"sigmoid", "0to1"},
+        {"sigmoid_", "0to1"},
+        {"torch.nn.Softmax", "0to1"},
+        {"torch.nn.Tanh", "neg1to1"},
+        {"torch.tanh", "neg1to1"},
+        {"tanh", "neg1to1"},
+        {"tanh_", "neg1to1"},
     };
     std::vector<std::pair<std::string, ObserverSpec>> ops;
     for (const auto& [type, range] : rows) {
@@ -224,8 +245,7 @@ std::unordered_map<const ir::Node*, QConfigAny> generate_qconfig_map(const ir::G
         qconfig = mapping.module_name_object_type_order_qconfig(parent, type, index, qconfig);
         break;
       }
-      default:
-        break;
+      default: break;
     }
     result.emplace(node, std::move(qconfig));
   }

@@ -20,9 +20,7 @@ QParams NoopObserverImpl::calculate_qparams() { no_qparams(*this); }
 QParams ReuseInputObserverImpl::calculate_qparams() { no_qparams(*this); }
 QParams RecordingObserverImpl::calculate_qparams() { no_qparams(*this); }
 
-FixedQParamsObserverImpl::FixedQParamsObserverImpl(FixedQParamsObserverOptions options) : options(options) {
-  reset();
-}
+FixedQParamsObserverImpl::FixedQParamsObserverImpl(FixedQParamsObserverOptions options) : options(options) { reset(); }
 
 void FixedQParamsObserverImpl::reset() {
   scale = register_buffer("scale", at::tensor({options.scale()}, at::kFloat));

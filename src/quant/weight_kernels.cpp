@@ -201,8 +201,8 @@ at::Tensor quantize_typed(const at::Tensor& x, const at::Tensor& scales, const a
                           const std::vector<int64_t>& zd, int64_t axis, c10::ScalarType dtype) {
   using Q = typename QInt::underlying;
   const std::vector<double> sd = values_as<double>(scales);
-  at::Tensor out = at::_empty_per_channel_affine_quantized(x.sizes(), scales, zero_points, axis,
-                                                           at::device(at::kCPU).dtype(dtype));
+  at::Tensor out =
+      at::_empty_per_channel_affine_quantized(x.sizes(), scales, zero_points, axis, at::device(at::kCPU).dtype(dtype));
   const int64_t channels = x.size(axis);
   const int64_t batches = c10::size_to_dim_(axis, x.sizes());
   const int64_t elements = c10::size_from_dim_(axis + 1, x.sizes());
@@ -251,11 +251,11 @@ std::pair<at::Tensor, at::Tensor> row_aminmax(const at::Tensor& rows_in) {
   return {lo, hi};
 }
 
-at::Tensor quantize_channels(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& zero_points,
-                                int64_t axis, c10::ScalarType dtype) {
+at::Tensor quantize_channels(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& zero_points, int64_t axis,
+                             c10::ScalarType dtype) {
   const bool simple = x.scalar_type() == at::kFloat && x.device().is_cpu() && scales.device().is_cpu() &&
-                      zero_points.device().is_cpu() && x.is_contiguous() && x.dim() > 0 &&
-                      axis >= 0 && axis < x.dim() && scales.dim() == 1 && zero_points.dim() == 1 &&
+                      zero_points.device().is_cpu() && x.is_contiguous() && x.dim() > 0 && axis >= 0 &&
+                      axis < x.dim() && scales.dim() == 1 && zero_points.dim() == 1 &&
                       !at::isFloatingType(zero_points.scalar_type()) &&  // float qparams: ATen
                       scales.numel() == x.size(axis) && zero_points.numel() == x.size(axis);
   if (!simple || (dtype != at::kQInt8 && dtype != at::kQUInt8)) {

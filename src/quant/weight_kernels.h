@@ -26,8 +26,8 @@ std::pair<at::Tensor, at::Tensor> row_aminmax(const at::Tensor& rows);
 /// quantized tensor. Float32 input to qint8 / quint8 with integer zero points
 /// is computed here; other cases (float qparams of embeddings), and invalid
 /// arguments (for ATen's errors), go to ATen.
-at::Tensor quantize_channels(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& zero_points,
-                                int64_t axis, c10::ScalarType dtype);
+at::Tensor quantize_channels(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& zero_points, int64_t axis,
+                             c10::ScalarType dtype);
 
 /// `at::quantize_per_tensor(x, scale, zero_point, dtype)` with 1-element
 /// qparams: the same quantized tensor. Contiguous float32 input to qint8 /

@@ -98,7 +98,7 @@ class WorkerThread {
   std::deque<Task> queue_;
   std::atomic<size_t> unfinished_{0};  // tasks queued or running, also read while spinning
   size_t pending_bytes_ = 0;
-  bool sleeping_ = false;            // the worker waits on work_
+  bool sleeping_ = false;  // the worker waits on work_
   bool stop_ = false;
   std::string error_;
   KeptWarnings warnings_;  // the tasks' warnings, issued by drain()

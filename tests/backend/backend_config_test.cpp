@@ -26,8 +26,9 @@ TEST(BackendConfig, SettingAPatternAgainReplacesItsConfigInPlace) {
   EXPECT_EQ(config.configs()[0].pattern().str(), "torch.nn.Linear");
   EXPECT_EQ(config.configs()[0].dtype_configs().size(), 1u);
   // The same pattern written in the complex format is the same pattern.
-  config.set_backend_pattern_config(
-      BackendPatternConfig()._set_pattern_complex_format({"torch.nn.ReLU", {"torch.nn.Conv2d"}}).set_root_module("torch.nn.Conv2d"));
+  config.set_backend_pattern_config(BackendPatternConfig()
+                                        ._set_pattern_complex_format({"torch.nn.ReLU", {"torch.nn.Conv2d"}})
+                                        .set_root_module("torch.nn.Conv2d"));
   ASSERT_EQ(config.configs().size(), 2u);
   EXPECT_EQ(config.configs()[1].root_module(), "torch.nn.Conv2d");
   EXPECT_NE(config.find(pattern::Pattern::sequence({"torch.nn.Conv2d", "torch.nn.ReLU"})), nullptr);
@@ -44,8 +45,9 @@ TEST(BackendConfig, SettersCheckNames) {
   EXPECT_NE(error_of([&] { c._set_root_node_getter("nobody"); }).find("unknown root node getter"), std::string::npos);
   EXPECT_NE(error_of([&] { c._set_extra_inputs_getter("nobody"); }).find("unknown extra inputs getter"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { c.set_pattern({"torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU", "torch.nn.ReLU"}); })
-                .find("2 or 3 ops, got 4"),
+  EXPECT_NE(error_of([&] {
+              c.set_pattern({"torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU", "torch.nn.ReLU"});
+            }).find("2 or 3 ops, got 4"),
             std::string::npos);
   // 1.13's module paths are accepted and stored by their torch.ao name.
   c.set_reference_quantized_module("torch.nn.quantized._reference.Linear");
@@ -95,17 +97,20 @@ std::string read_error(const std::string& text) {
 
 TEST(BackendConfigJson, ErrorsNameTheJsonPath) {
   const std::string linear = R"({"pattern": "torch.nn.Linear"})";
-  EXPECT_NE(read_error(R"({"configs": [)" + linear + R"(, {"pattern": "torch.nn.Conv2d", "dtype_configs": [{"input_dtype": "torch.quint9"}]}]})")
+  EXPECT_NE(read_error(R"({"configs": [)" + linear +
+                       R"(, {"pattern": "torch.nn.Conv2d", "dtype_configs": [{"input_dtype": "torch.quint9"}]}]})")
                 .find("configs[1].dtype_configs[0].input_dtype: unknown dtype \"torch.quint9\""),
             std::string::npos);
-  EXPECT_NE(read_error(R"({"configs": [{"pattern": "torch.nn.Linear", "colour": 1}]})").find("configs[0]: unknown key \"colour\""),
+  EXPECT_NE(read_error(R"({"configs": [{"pattern": "torch.nn.Linear", "colour": 1}]})")
+                .find("configs[0]: unknown key \"colour\""),
             std::string::npos);
   EXPECT_NE(read_error(R"({"configs": [{"pattern": ["torch.nn.Conv2d", "torch.nn.Relu"]}]})")
                 .find("configs[0].pattern[1]: unknown op \"torch.nn.Relu\""),
             std::string::npos);
-  EXPECT_NE(read_error(R"({"configs": [{"pattern": ["torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU", "relu"]}]})")
-                .find("configs[0].pattern: a sequence pattern has 2 or 3 ops, got 4"),
-            std::string::npos);
+  EXPECT_NE(
+      read_error(R"({"configs": [{"pattern": ["torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU", "relu"]}]})")
+          .find("configs[0].pattern: a sequence pattern has 2 or 3 ops, got 4"),
+      std::string::npos);
   EXPECT_NE(read_error(R"({"configs": [{"pattern": "torch.nn.Linear", "root_module": "torch.nn.Linar"}]})")
                 .find("configs[0].root_module: unknown module type \"torch.nn.Linar\""),
             std::string::npos);
@@ -119,20 +124,25 @@ TEST(BackendConfigJson, ErrorsNameTheJsonPath) {
   EXPECT_NE(read_error(R"({"configs": [{"pattern": "torch.nn.Linear", "pattern_complex_format": "torch.nn.Linear"}]})")
                 .find("configs[0]: give exactly one of"),
             std::string::npos);
-  EXPECT_NE(read_error(R"({"configs": [{"pattern_complex_format": ["torch.nn.ReLU", ["torch.add", "torch.nn.Conv3x"]]}]})")
-                .find("configs[0].pattern_complex_format[1][1]: unknown op \"torch.nn.Conv3x\""),
-            std::string::npos);
+  EXPECT_NE(
+      read_error(R"({"configs": [{"pattern_complex_format": ["torch.nn.ReLU", ["torch.add", "torch.nn.Conv3x"]]}]})")
+          .find("configs[0].pattern_complex_format[1][1]: unknown op \"torch.nn.Conv3x\""),
+      std::string::npos);
   EXPECT_NE(read_error(R"({"configs": [{"pattern": "torch.nn.Linear", "observation_type": "SHARE"}]})")
                 .find("configs[0].observation_type: unknown observation type \"SHARE\""),
             std::string::npos);
-  EXPECT_NE(read_error(R"({"configs": [{"pattern": "torch.nn.Linear", "dtype_configs": [{"input_dtype": {"dtype": "torch.quint8", "quant_min_lower_bound": "0"}}]}]})")
-                .find("configs[0].dtype_configs[0].input_dtype.quant_min_lower_bound: expected an integer"),
-            std::string::npos);
+  EXPECT_NE(
+      read_error(
+          R"({"configs": [{"pattern": "torch.nn.Linear", "dtype_configs": [{"input_dtype": {"dtype": "torch.quint8", "quant_min_lower_bound": "0"}}]}]})")
+          .find("configs[0].dtype_configs[0].input_dtype.quant_min_lower_bound: expected an integer"),
+      std::string::npos);
   EXPECT_NE(read_error(R"({"name": "b", "configs": {}})").find("configs: expected a list"), std::string::npos);
   EXPECT_NE(read_error(R"({"name": "b", "patterns": []})").find("<root>: unknown key \"patterns\""), std::string::npos);
-  EXPECT_NE(read_error(R"({"configs": [{"pattern": "torch.nn.Linear", "overwrite_output_observer": {"type": "NoSuchObserver"}}]})")
-                .find("configs[0].overwrite_output_observer.type: unknown observer class"),
-            std::string::npos);
+  EXPECT_NE(
+      read_error(
+          R"({"configs": [{"pattern": "torch.nn.Linear", "overwrite_output_observer": {"type": "NoSuchObserver"}}]})")
+          .find("configs[0].overwrite_output_observer.type: unknown observer class"),
+      std::string::npos);
 }
 
 TEST(BackendConfigJson, ReadsPyTorch113Keys) {
@@ -172,9 +182,11 @@ TEST(BackendConfigJson, LoadFileErrorsNameTheFile) {
   EXPECT_NE(error_of([] { load_backend_config("/nonexistent/b.json"); }).find("cannot open '/nonexistent/b.json'"),
             std::string::npos);
   std::string path = ::testing::TempDir() + "qfx_bad_backend.json";
-  std::ofstream(path) << R"({"configs": [{"pattern": "torch.nn.Linear", "dtype_configs": [{"weight_dtype": "torch.int9"}]}]})";
-  EXPECT_NE(error_of([&] { load_backend_config(path); })
-                .find(path + ": configs[0].dtype_configs[0].weight_dtype: unknown dtype \"torch.int9\""),
+  std::ofstream(path)
+      << R"({"configs": [{"pattern": "torch.nn.Linear", "dtype_configs": [{"weight_dtype": "torch.int9"}]}]})";
+  EXPECT_NE(error_of([&] {
+              load_backend_config(path);
+            }).find(path + ": configs[0].dtype_configs[0].weight_dtype: unknown dtype \"torch.int9\""),
             std::string::npos);
   std::ofstream(path) << "{\"configs\": [";
   EXPECT_NE(error_of([&] { load_backend_config(path); }).find("not valid JSON"), std::string::npos);

@@ -57,9 +57,9 @@ TEST(BackendSummary, BuiltinsDocumentEveryPattern) {
   std::string docs = builtin_backends_markdown();
   for (const std::string& name : builtin_backend_names()) {
     BackendConfig config = get_backend_config(name);
-    EXPECT_NE(docs.find("`get_" + name + "_backend_config()`: " + std::to_string(config.configs().size()) +
-                        " patterns."),
-              std::string::npos)
+    EXPECT_NE(
+        docs.find("`get_" + name + "_backend_config()`: " + std::to_string(config.configs().size()) + " patterns."),
+        std::string::npos)
         << name;
   }
   EXPECT_NE(docs.find("| [native](#native) | 186 |"), std::string::npos);

@@ -76,7 +76,8 @@ BackendConfig tutorial_backend() {
 }
 
 TEST(OracleTutorialBackend, CppBuilderEqualsPyTorch) {
-  expect_same_configs(backend_config_to_json(tutorial_backend()), test::fixture_json("backend_configs.json")["my_backend"]);
+  expect_same_configs(backend_config_to_json(tutorial_backend()),
+                      test::fixture_json("backend_configs.json")["my_backend"]);
 }
 
 TEST(OracleTutorialBackend, ExampleFileEqualsPyTorch) {

@@ -37,7 +37,8 @@ TEST(Export, FloatModulesWithParametersAreTrainableSubmodules) {
 
   std::set<std::string> params;
   for (const auto& p : script.named_parameters()) params.insert(p.name);
-  EXPECT_EQ(params, (std::set<std::string>{"conv.weight", "conv.bias", "bn.weight", "bn.bias", "fc.weight", "fc.bias"}));
+  EXPECT_EQ(params,
+            (std::set<std::string>{"conv.weight", "conv.bias", "bn.weight", "bn.bias", "fc.weight", "fc.bias"}));
   EXPECT_TRUE(script.attr("bn").toModule().hasattr("running_mean"));
   EXPECT_EQ(script.attr("conv").toModule().type()->name()->qualifiedName(), "__torch__.torch.nn.Conv2d");
   EXPECT_FALSE(script.is_training());

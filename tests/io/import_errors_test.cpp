@@ -44,8 +44,9 @@ TEST(OracleImportErrors, ModuleKindWithoutQfxFormRunsAsTorchScriptWithAWarning) 
   test::WarningCollector warnings;
   std::unique_ptr<ir::GraphModule> gm = import_torchscript(test::fixture("bad_leaf.pt"));
   ASSERT_EQ(warnings.messages.size(), 1u);
-  expect_contains(warnings.messages[0], "import: module 'body.1' (torch.nn.Softsign) has no qfx form: it runs as "
-                                        "TorchScript and stays float");
+  expect_contains(warnings.messages[0],
+                  "import: module 'body.1' (torch.nn.Softsign) has no qfx form: it runs as "
+                  "TorchScript and stays float");
   EXPECT_NE(std::dynamic_pointer_cast<nn::ScriptModuleImpl>(gm->get_submodule("body.1")), nullptr);
   at::Tensor x = at::randn({2, 4});
   at::Tensor expected = torch::jit::load(test::fixture("bad_leaf.pt")).forward({x}).toTensor();

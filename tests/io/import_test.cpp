@@ -16,11 +16,11 @@ namespace qfx::io {
 namespace {
 
 struct ImportCase {
-  std::string file;     // the TorchScript file in the fixtures
-  std::string model;    // the fixture model it was made from
-  bool full_nodes;      // compare (name, op, target) of every node, else names only
-  bool module_tree;     // compare the printed module tree
-  bool code;            // compare the generated code exactly
+  std::string file;   // the TorchScript file in the fixtures
+  std::string model;  // the fixture model it was made from
+  bool full_nodes;    // compare (name, op, target) of every node, else names only
+  bool module_tree;   // compare the printed module tree
+  bool code;          // compare the generated code exactly
 };
 
 std::ostream& operator<<(std::ostream& os, const ImportCase& c) { return os << c.file; }

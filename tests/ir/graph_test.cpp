@@ -117,8 +117,8 @@ TEST(Graph, DeadCodeElimination) {
   Node* x = g.placeholder("x");
   Node* unused_input = g.placeholder("unused");
   Node* a = g.call_function("torch.relu", {x});
-  g.call_function("torch.sigmoid", {a});           // dead, and makes relu dead
-  g.call_method("add_", {x, 1});                    // in place: kept
+  g.call_function("torch.sigmoid", {a});  // dead, and makes relu dead
+  g.call_method("add_", {x, 1});          // in place: kept
   g.output(x);
   EXPECT_TRUE(g.eliminate_dead_code());
   EXPECT_EQ(names(g.node_list()), (std::vector<std::string>{"x", "unused", "add_", "output"}));

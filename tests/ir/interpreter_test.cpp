@@ -141,8 +141,8 @@ TEST(Interpreter, HookSeesEveryNodeInOrder) {
   std::vector<std::string> seen;
   interpreter.set_node_hook([&](const Node& node, const c10::IValue&) { seen.push_back(node.name()); });
   interpreter.run({at::randn({1, 3, 8, 8})});
-  EXPECT_EQ(seen, (std::vector<std::string>{"x", "conv", "size", "view", "relu", "bias", "add", "shape",
-                                            "getitem", "output"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"x", "conv", "size", "view", "relu", "bias", "add", "shape", "getitem",
+                                            "output"}));
 }
 
 TEST(Interpreter, FreesValuesAfterTheirLastUse) {

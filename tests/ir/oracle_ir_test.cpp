@@ -18,7 +18,8 @@ TEST(OracleIr, NamespaceMatchesFx) {
   for (const auto& c : test::fixture_json("names.json")) {
     Namespace ns;
     std::vector<std::string> names;
-    for (const auto& candidate : c["candidates"]) names.push_back(ns.create_name(snake_case(candidate.get<std::string>())));
+    for (const auto& candidate : c["candidates"])
+      names.push_back(ns.create_name(snake_case(candidate.get<std::string>())));
     EXPECT_EQ(names, c["names"].get<std::vector<std::string>>());
   }
 }

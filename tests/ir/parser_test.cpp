@@ -19,9 +19,9 @@ std::unique_ptr<Graph> every_kind_graph() {
   Node* w = g->get_attr("layer.0.weight");
   Node* add = g->call_function("operator.add", {x, w});
   Node* q = g->call_function("torch.quantize_per_tensor", {add, 0.1, 128, c10::ScalarType::QUInt8});
-  Node* item = g->call_function("operator.getitem",
-                                {q, Argument::tuple({Argument::slice({}, {}, {}), Argument::slice(1, 3, Argument()),
-                                                     Argument::ellipsis()})});
+  Node* item = g->call_function(
+      "operator.getitem",
+      {q, Argument::tuple({Argument::slice({}, {}, {}), Argument::slice(1, 3, Argument()), Argument::ellipsis()})});
   Node* m = g->call_method("contiguous", {item}, {{"memory_format", c10::MemoryFormat::ChannelsLast}});
   Node* s = g->call_module("layer.0", {m, Argument::list({input, Argument()}), "it's", 1e-05, -2.5e+20, true},
                            {{"layout", c10::Layout::Strided}, {"single", Argument::tuple({7})}});
@@ -71,15 +71,18 @@ TEST(Parser, ReadsTorchFxPrintForm) {
 
 TEST(Parser, ErrorsNameLineAndColumn) {
   auto message_of = [](const std::string& text) { return test::error_of([&] { parse_graph(text); }); };
-  std::string unknown = message_of("graph():\n    %y : [num_users=0] = call_function[target=torch.relu](args = (%x,), kwargs = {})");
+  std::string unknown =
+      message_of("graph():\n    %y : [num_users=0] = call_function[target=torch.relu](args = (%x,), kwargs = {})");
   EXPECT_NE(unknown.find("line 2"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("unknown node %x"), std::string::npos) << unknown;
   std::string opcode = message_of("graph():\n    %y : [num_users=0] = call_thing[target=f](args = (), kwargs = {})");
   EXPECT_NE(opcode.find("unknown opcode 'call_thing'"), std::string::npos) << opcode;
-  std::string string = message_of("graph():\n    %y : [num_users=0] = call_method[target=to](args = ('cpu,), kwargs = {})");
+  std::string string =
+      message_of("graph():\n    %y : [num_users=0] = call_method[target=to](args = ('cpu,), kwargs = {})");
   EXPECT_NE(string.find("unterminated string"), std::string::npos) << string;
   EXPECT_NE(message_of("nothing here").find("expected 'graph('"), std::string::npos);
-  std::string twice = message_of("graph():\n    %x : [num_users=0] = placeholder[target=x]\n    %x : [num_users=0] = placeholder[target=x]");
+  std::string twice = message_of(
+      "graph():\n    %x : [num_users=0] = placeholder[target=x]\n    %x : [num_users=0] = placeholder[target=x]");
   EXPECT_NE(twice.find("defined twice"), std::string::npos) << twice;
 }
 

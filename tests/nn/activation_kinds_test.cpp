@@ -23,8 +23,8 @@ at::Tensor input() {
   at::manual_seed(3);
   at::Tensor x = at::randn({2, 3, 17, 5}) * 4;
   float* data = x.data_ptr<float>();
-  const float special[] = {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY, 0.0f, -0.0f,
-                           6.0f, -3.0f, 3.0f, 1e-30f, -1e30f};
+  const float special[] = {
+      std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY, 0.0f, -0.0f, 6.0f, -3.0f, 3.0f, 1e-30f, -1e30f};
   for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); ++i) data[i * 7] = special[i];
   return x;
 }

@@ -44,8 +44,8 @@ at::Tensor awkward(int64_t n, double low, double high) {
 TEST(FoldLoops, FoldConvBnLikeATen) {
   at::manual_seed(11);
   const std::vector<std::pair<std::vector<int64_t>, int64_t>> cases = {
-      {{16, 3, 3, 3}, 0}, {{8, 1, 3, 3}, 0}, {{5, 4, 7}, 0}, {{6, 2, 3, 3, 3}, 0}, {{40, 1, 1, 1}, 0},
-      {{3, 12, 3, 3}, 1}, {{4, 6, 5}, 1}, {{7, 9, 1, 1}, 1}};
+      {{16, 3, 3, 3}, 0}, {{8, 1, 3, 3}, 0},  {{5, 4, 7}, 0}, {{6, 2, 3, 3, 3}, 0},
+      {{40, 1, 1, 1}, 0}, {{3, 12, 3, 3}, 1}, {{4, 6, 5}, 1}, {{7, 9, 1, 1}, 1}};
   for (const auto& [shape, axis] : cases) {
     const int64_t channels = shape[axis];
     for (int defined = 0; defined < 8; ++defined) {

@@ -52,8 +52,9 @@ TEST(FusedModules, ForwardRunsThePartsInOrder) {
   ConvAddReLU2d add_relu(conv, "torch.add", relu);
   EXPECT_TRUE(run(*add_relu.ptr(), {x, y}).toTensor().equal(at::relu(conv->forward(x) + y)));
   // As Python: the conv is item 0, the relu the attribute `relu`.
-  EXPECT_EQ(ir::module_repr(*add_relu),
-            "ConvAddReLU2d(\n  (0): Conv2d(2, 3, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))\n  (relu): ReLU()\n)");
+  EXPECT_EQ(
+      ir::module_repr(*add_relu),
+      "ConvAddReLU2d(\n  (0): Conv2d(2, 3, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))\n  (relu): ReLU()\n)");
   EXPECT_NE(error_of([&] { run(*add_relu.ptr(), {x}); }).find("takes 2 input(s), got 1"), std::string::npos);
 }
 
@@ -72,8 +73,9 @@ TEST(DefaultFuser, BuildsTheFusedModuleFromTheMatchedModules) {
                          .set_pattern({"torch.nn.Linear", "torch.tanh"})
                          .set_fused_module("torch.ao.nn.intrinsic.LinearTanh");
   auto linear = std::make_shared<torch::nn::LinearImpl>(4, 4);
-  EXPECT_NE(error_of([&] { backend::fuser_of(tanh_config)(false, {{linear, "torch.nn.Linear"}, {nullptr, "torch.tanh"}}); })
-                .find("LinearTanh is built from modules; torch.tanh is not a module"),
+  EXPECT_NE(error_of([&] {
+              backend::fuser_of(tanh_config)(false, {{linear, "torch.nn.Linear"}, {nullptr, "torch.tanh"}});
+            }).find("LinearTanh is built from modules; torch.tanh is not a module"),
             std::string::npos);
 
   pattern::OpCatalog::instance().add("my_lib.ConvSquare2d", pattern::OpKind::kModule);
@@ -125,8 +127,11 @@ TEST(OnednnConvAdd, FusersFoldBnAndKeepTheAddOp) {
   conv->eval();
   bn->eval();
   relu->eval();
-  std::vector<FuserPart> parts = {{nullptr, "MatchAllNode"}, {conv, "torch.nn.Conv2d"}, {bn, "torch.nn.BatchNorm2d"},
-                                  {nullptr, "operator.add"}, {relu, "torch.nn.ReLU"}};
+  std::vector<FuserPart> parts = {{nullptr, "MatchAllNode"},
+                                  {conv, "torch.nn.Conv2d"},
+                                  {bn, "torch.nn.BatchNorm2d"},
+                                  {nullptr, "operator.add"},
+                                  {relu, "torch.nn.ReLU"}};
   const auto& fuser = *backend::BackendRegistry::instance().fuser_method("_fuse_conv_bn_add_relu_right");
   auto fused = fuser(false, parts);
   auto& m = dynamic_cast<FusedModuleImpl&>(*fused);

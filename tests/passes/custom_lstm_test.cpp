@@ -37,7 +37,8 @@ std::unique_ptr<ir::GraphModule> lstm_model(const char* tail) {
 }
 
 TEST(CustomModuleLSTM, PutsDeQuantStubsAfterItsOutputs) {
-  auto gm = lstm_model(R"(    %getitem : [num_users=1] = call_function[target=operator.getitem](args = (%lstm, 0), kwargs = {})
+  auto gm = lstm_model(
+      R"(    %getitem : [num_users=1] = call_function[target=operator.getitem](args = (%lstm, 0), kwargs = {})
     %getitem_1 : [num_users=1] = call_function[target=operator.getitem](args = (%lstm, 1), kwargs = {})
     %getitem_2 : [num_users=1] = call_function[target=operator.getitem](args = (%getitem_1, 1), kwargs = {})
     %linear : [num_users=1] = call_module[target=linear](args = (%getitem,), kwargs = {})
@@ -59,7 +60,8 @@ TEST(CustomModuleLSTM, PutsDeQuantStubsAfterItsOutputs) {
 }
 
 TEST(CustomModuleLSTM, RefusesAResultUsedAsAWhole) {
-  auto gm = lstm_model(R"(    %getitem : [num_users=1] = call_function[target=operator.getitem](args = (%lstm, 0), kwargs = {})
+  auto gm = lstm_model(
+      R"(    %getitem : [num_users=1] = call_function[target=operator.getitem](args = (%lstm, 0), kwargs = {})
     return (getitem, lstm))");
   std::string error = test::error_of([&] {
     prepare_fx(*gm, quant::get_default_qconfig_mapping("onednn"), backend::get_native_backend_config(),
@@ -72,12 +74,14 @@ TEST(CustomModuleLSTM, RefusesAResultUsedAsAWhole) {
 }
 
 TEST(CustomModuleLSTM, ConvertNamesTheMissingQuantizedClass) {
-  auto gm = lstm_model(R"(    %getitem : [num_users=1] = call_function[target=operator.getitem](args = (%lstm, 0), kwargs = {})
+  auto gm = lstm_model(
+      R"(    %getitem : [num_users=1] = call_function[target=operator.getitem](args = (%lstm, 0), kwargs = {})
     %getitem_1 : [num_users=0] = call_function[target=operator.getitem](args = (%lstm, 1), kwargs = {})
     return getitem)");
   prepare_fx(*gm, quant::get_default_qconfig_mapping("onednn"), backend::get_native_backend_config(),
              static_lstm_config());
-  std::string error = test::error_of([&] { convert_fx(*gm, backend::get_native_backend_config(), static_lstm_config()); });
+  std::string error =
+      test::error_of([&] { convert_fx(*gm, backend::get_native_backend_config(), static_lstm_config()); });
   EXPECT_NE(error.find("convert: %lstm is a torch.ao.nn.quantizable.LSTM and the ConvertCustomConfig maps it to no "
                        "quantized class"),
             std::string::npos)

@@ -149,12 +149,14 @@ void register_test_custom_classes() {
     nn::register_custom_module_class(
         {"ObservedCustomLinear",
          [](const torch::nn::Module& float_module, const quant::QConfig&) -> std::shared_ptr<torch::nn::Module> {
-           return std::make_shared<ObservedCustomLinear>(dynamic_cast<const nn::ScriptModuleImpl&>(float_module).script());
+           return std::make_shared<ObservedCustomLinear>(
+               dynamic_cast<const nn::ScriptModuleImpl&>(float_module).script());
          },
          nullptr});
     nn::register_custom_module_class(
         {"QuantizedCustomLinear", nullptr,
-         [](const torch::nn::Module& observed, quant::ActivationPostProcess* output_observer) -> std::shared_ptr<torch::nn::Module> {
+         [](const torch::nn::Module& observed,
+            quant::ActivationPostProcess* output_observer) -> std::shared_ptr<torch::nn::Module> {
            quant::QParams q = output_observer->calculate_qparams();
            return std::make_shared<QuantizedCustomLinear>(dynamic_cast<const ObservedCustomLinear&>(observed).script(),
                                                           q.scale.item<double>(), q.zero_point.item<int64_t>());
@@ -195,7 +197,8 @@ TEST(OracleCustomModuleErrors, UnregisteredClassIsAnErrorNamingIt) {
   std::string error = test::error_of([&] {
     prepare_fx(*gm, quant::get_default_qconfig_mapping("onednn"), backend::get_native_backend_config(), custom);
   });
-  EXPECT_NE(error.find("%custom: custom module class 'NoSuchObservedClass' is not registered"), std::string::npos) << error;
+  EXPECT_NE(error.find("%custom: custom module class 'NoSuchObservedClass' is not registered"), std::string::npos)
+      << error;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, OracleCustomConfig, ::testing::Values("standalone_by_name", "standalone_quantized_io"),
@@ -210,7 +213,8 @@ TEST(OracleCustomConfigErrors, MissingPreservedAttributeIsAnError) {
   PrepareCustomConfig custom;
   custom.non_traceable_module_names = {"gate"};
   custom.preserved_attributes = {"no_such_attribute"};
-  std::string error = test::error_of([&] { io::import_torchscript(test::fixture("custom_config_net.pt"), import_options(custom)); });
+  std::string error =
+      test::error_of([&] { io::import_torchscript(test::fixture("custom_config_net.pt"), import_options(custom)); });
   EXPECT_NE(error.find("preserved attribute 'no_such_attribute' is not an attribute of the model"), std::string::npos)
       << error;
 }
@@ -230,18 +234,22 @@ TEST(OracleCustomConfigErrors, StandaloneModuleInlinedByTheImportIsAnError) {
 }
 
 TEST(CustomConfigJson, ErrorsNameThePath) {
-  EXPECT_NE(test::error_of([] { prepare_custom_config_from_json(nlohmann::json::parse(R"({"standalone_module_name": [["a", null]]})")); })
-                .find("standalone_module_name[0]: expected [name, qconfig_mapping"),
-            std::string::npos);
-  EXPECT_NE(test::error_of([] { prepare_custom_config_from_json(nlohmann::json::parse(R"({"non_traceable_module_class": [3]})")); })
-                .find("non_traceable_module_class[0]: expected a name"),
+  EXPECT_NE(test::error_of([] {
+              prepare_custom_config_from_json(nlohmann::json::parse(R"({"standalone_module_name": [["a", null]]})"));
+            }).find("standalone_module_name[0]: expected [name, qconfig_mapping"),
             std::string::npos);
   EXPECT_NE(test::error_of([] {
-              convert_custom_config_from_json(nlohmann::json::parse(R"({"observed_to_quantized_custom_module_class": {"statik": {}}})"));
+              prepare_custom_config_from_json(nlohmann::json::parse(R"({"non_traceable_module_class": [3]})"));
+            }).find("non_traceable_module_class[0]: expected a name"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] {
+              convert_custom_config_from_json(
+                  nlohmann::json::parse(R"({"observed_to_quantized_custom_module_class": {"statik": {}}})"));
             }).find("observed_to_quantized_custom_module_class.statik: unknown quant type"),
             std::string::npos);
-  EXPECT_NE(test::error_of([] { fuse_custom_config_from_json(nlohmann::json::parse(R"({"preserved": []})")); })
-                .find("unknown key \"preserved\""),
+  EXPECT_NE(test::error_of([] {
+              fuse_custom_config_from_json(nlohmann::json::parse(R"({"preserved": []})"));
+            }).find("unknown key \"preserved\""),
             std::string::npos);
 }
 

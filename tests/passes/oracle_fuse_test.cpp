@@ -32,8 +32,9 @@ PassOptions options_for(const nlohmann::json& record) {
   PassOptions options;
   options.is_qat = record["is_qat"];
   options.backend_config = std::make_shared<backend::BackendConfig>(
-      record["backend"] == "native" ? backend::get_native_backend_config()
-                                    : backend::load_backend_config(test::source_file("examples/backends/my_backend.json")));
+      record["backend"] == "native"
+          ? backend::get_native_backend_config()
+          : backend::load_backend_config(test::source_file("examples/backends/my_backend.json")));
   return options;
 }
 

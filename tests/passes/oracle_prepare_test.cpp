@@ -62,8 +62,10 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   std::shared_ptr<backend::BackendConfig> backend = backend_named(record["backend"]);
   PrepareCustomConfig custom;
   if (record.contains("prepare_custom_config")) {
-    custom.input_quantized_indexes = record["prepare_custom_config"]["input_quantized_indexes"].get<std::vector<int64_t>>();
-    custom.output_quantized_indexes = record["prepare_custom_config"]["output_quantized_indexes"].get<std::vector<int64_t>>();
+    custom.input_quantized_indexes =
+        record["prepare_custom_config"]["input_quantized_indexes"].get<std::vector<int64_t>>();
+    custom.output_quantized_indexes =
+        record["prepare_custom_config"]["output_quantized_indexes"].get<std::vector<int64_t>>();
   }
   prepare_fx(*gm, quant::qconfig_mapping_from_json(record["qconfig_mapping"]), *backend, custom);
   std::vector<std::string> ours = test::node_rows(gm->graph()), theirs = test::node_rows(record);
@@ -98,7 +100,8 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   // torchvision's forward() carries type annotations a trace does not keep
   bool annotated = GetParam().rfind("resnet", 0) == 0 || GetParam().rfind("mobilenet", 0) == 0;
   // and the zoos hold calls a trace records with other literals (sum([1]) for sum(1))
-  if (GetParam().find("_zoo") == std::string::npos && !annotated) EXPECT_EQ(gm->code(), reference["code"].get<std::string>());
+  if (GetParam().find("_zoo") == std::string::npos && !annotated)
+    EXPECT_EQ(gm->code(), reference["code"].get<std::string>());
   bool v3 = GetParam().rfind("mobilenet_v3_large", 0) == 0;
   if (!v3) {  // AdaptiveAvgPool2d(1) prints as given in Python
     std::string tree = gm->to_string();
@@ -107,8 +110,9 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   c10::IValue expected = io::load_value(test::fixture(reference["output"]));
   c10::IValue ours_out = ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
   EXPECT_LE(test::max_relative_error(ours_out, expected), 1e-6);
-  EXPECT_LE(test::max_relative_error(exported_output(*gm, input, GetParam() + "_reference", ours_out, 1e-6, true), ours_out),
-            1e-6)
+  EXPECT_LE(
+      test::max_relative_error(exported_output(*gm, input, GetParam() + "_reference", ours_out, 1e-6, true), ours_out),
+      1e-6)
       << "exported reference model";
 
   // convert_fx's lowering, on the engine PyTorch used
@@ -119,7 +123,8 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   passes::PassManager().add("lower-to-native").run(*gm, options);
   std::vector<std::string> low_ours = test::node_rows(gm->graph()), low_theirs = test::node_rows(lowered);
   if (GetParam() != "functional_zoo") EXPECT_EQ(low_ours, low_theirs) << test::first_difference(low_ours, low_theirs);
-  if (GetParam().find("_zoo") == std::string::npos && !annotated) EXPECT_EQ(gm->code(), lowered["code"].get<std::string>());
+  if (GetParam().find("_zoo") == std::string::npos && !annotated)
+    EXPECT_EQ(gm->code(), lowered["code"].get<std::string>());
   if (!v3 && !lowered["module_tree"].is_null()) {
     std::string tree = gm->to_string();
     EXPECT_EQ(tree.substr(0, tree.size() - gm->code().size() - 1), lowered["module_tree"].get<std::string>());
@@ -155,11 +160,11 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, OraclePrepare,
                          ::testing::Values("linear_relu", "tutorial_no_bn", "tutorial_bn", "tutorial_default_mapping",
-                                           "fusion_zoo", "functional_zoo", "module_zoo", "resnet18",
-                                           "resnet18_qnnpack", "resnet50", "resnet50_qnnpack", "mobilenet_v2", "mobilenet_v2_qnnpack",
+                                           "fusion_zoo", "functional_zoo", "module_zoo", "resnet18", "resnet18_qnnpack",
+                                           "resnet50", "resnet50_qnnpack", "mobilenet_v2", "mobilenet_v2_qnnpack",
                                            "mobilenet_v3_large", "mobilenet_v3_large_onednn",
-                                           "linear_relu_quantized_io", "shared_input", "dynamic_linears", "dynamic_cnn", "float16_linears",
-                                           "embeddings"),
+                                           "linear_relu_quantized_io", "shared_input", "dynamic_linears", "dynamic_cnn",
+                                           "float16_linears", "embeddings"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

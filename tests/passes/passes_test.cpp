@@ -87,7 +87,7 @@ TEST(InsertObservers, FixedQParamsOpWithoutItsObserverStaysFloatWithAWarning) {
   std::vector<std::string> targets;
   for (const ir::Node* n : gm->graph().nodes()) targets.push_back(n->target());
   EXPECT_EQ(targets, (std::vector<std::string>{"x", "activation_post_process_0", "linear", "activation_post_process_1",
-                                                "sigmoid", "output"}));
+                                               "sigmoid", "output"}));
   EXPECT_TRUE(node_is_observed(*gm->graph().find_node("linear")));
   EXPECT_FALSE(node_is_observed(*gm->graph().find_node("sigmoid")));
   ASSERT_EQ(warnings.messages.size(), 1u);
@@ -143,10 +143,11 @@ TEST(InsertObservers, ValuesFeedingShapeArgumentsGiveOneWarning) {
 std::string constraint_warning(const std::string& input_constraints) {
   auto gm = linear_sigmoid();
   PassOptions options = global_qconfig(quant::get_default_qconfig("onednn"));
-  options.backend_config = std::make_shared<backend::BackendConfig>(backend::backend_config_from_json(nlohmann::json::parse(
-      R"({"name": "strict", "configs": [{"pattern": "torch.nn.Linear", "observation_type":
+  options.backend_config =
+      std::make_shared<backend::BackendConfig>(backend::backend_config_from_json(nlohmann::json::parse(
+          R"({"name": "strict", "configs": [{"pattern": "torch.nn.Linear", "observation_type":
           "OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT", "dtype_configs": [{"input_dtype": )" +
-      input_constraints + R"(, "output_dtype": "torch.quint8", "weight_dtype": "torch.qint8",
+          input_constraints + R"(, "output_dtype": "torch.quint8", "weight_dtype": "torch.qint8",
           "bias_dtype": "torch.float32"}]}]})")));
   WarningCollector warnings;
   insert_observers(*gm, options);
@@ -167,8 +168,8 @@ TEST(InsertObservers, ObserverOutsideTheBackendsConstraintsStaysFloatWithTheReas
                                    "zero_point_exact_match": 0})"),
             "prepare: %linear (torch.nn.Linear) stays float: activation observer HistogramObserver must have the "
             "backend's fixed qparams\n");  // and no HistogramObserver warning about missing data
-  EXPECT_EQ(constraint_warning(R"({"dtype": "torch.quint8", "quant_min_lower_bound": 0, "quant_max_upper_bound": 255})"),
-            "");
+  EXPECT_EQ(
+      constraint_warning(R"({"dtype": "torch.quint8", "quant_min_lower_bound": 0, "quant_max_upper_bound": 255})"), "");
 }
 
 TEST(InsertObservers, ConvTransposeWithPerChannelWeightsStaysFloat) {

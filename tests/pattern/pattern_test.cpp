@@ -73,9 +73,13 @@ TEST(Pattern, UnknownNamesAreErrors) {
   EXPECT_NE(error_of([] { Pattern::op("not a name"); }).find("unknown op"), std::string::npos);
   EXPECT_NE(error_of([] { OpCatalog::instance().resolve_module("torch.add"); }).find("unknown module type"),
             std::string::npos);
-  EXPECT_NE(error_of([] { Pattern::from_nested({"MatchAllNode", {"torch.nn.Conv2d"}}); }).find("MatchAllNode takes no"),
+  EXPECT_NE(error_of([] {
+              Pattern::from_nested({"MatchAllNode", {"torch.nn.Conv2d"}});
+            }).find("MatchAllNode takes no"),
             std::string::npos);
-  EXPECT_NE(error_of([] { Pattern::sequence({"torch.nn.Conv2d", "MatchAllNode"}); }).find("complex format"),
+  EXPECT_NE(error_of([] {
+              Pattern::sequence({"torch.nn.Conv2d", "MatchAllNode"});
+            }).find("complex format"),
             std::string::npos);
 }
 

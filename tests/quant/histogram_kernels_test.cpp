@@ -29,7 +29,8 @@ void histc_bins_like_aten() {
     auto [lo, hi] = at::aminmax(x);
     // NaN falls in no bin (ATen's histc reads out of bounds for it)
     at::Tensor with_nan = x.clone();
-    if (trial % 4 == 1) with_nan.slice(0, 0, c10::nullopt, 97).fill_(NAN), x = with_nan.masked_select(~with_nan.isnan());
+    if (trial % 4 == 1)
+      with_nan.slice(0, 0, c10::nullopt, 97).fill_(NAN), x = with_nan.masked_select(~with_nan.isnan());
     for (int64_t bins : {2048, 256, 1000, 1001, 100, 7, 3}) {
       at::Tensor ours = histc(with_nan, bins, lo.item<double>(), hi.item<double>());
       at::Tensor theirs = at::histc(x, bins, lo.item<double>(), hi.item<double>());
@@ -113,10 +114,9 @@ TEST(HistogramKernels, CombineLikeATen) {
   }
 }
 
-
 // _compute_quantization_error with ATen ops, as PyTorch writes it.
-double quantization_error_with_aten(const at::Tensor& histogram, double bin_width, int64_t start_bin,
-                                    int64_t end_bin, int64_t dst_nbins) {
+double quantization_error_with_aten(const at::Tensor& histogram, double bin_width, int64_t start_bin, int64_t end_bin,
+                                    int64_t dst_nbins) {
   auto get_norm = [](const at::Tensor& begin, const at::Tensor& end, const at::Tensor& density) {
     return density * ((end * end * end - begin * begin * begin) / 3);
   };
@@ -145,10 +145,11 @@ void quantization_error_like_aten() {
   for (int trial = 0; trial < 34; ++trial) {
     const int64_t bins = trial % 3 == 0 ? 256 : trial % 5 == 2 ? 1001 : 2048;  // 1001: a scalar tail
     at::Tensor hist = at::floor(at::rand({bins}) * (trial % 2 == 0 ? 1000 : 7));
-    if (trial % 4 == 1) hist.slice(0, 0, bins / 3).zero_();  // a ReLU-like empty left part
+    if (trial % 4 == 1) hist.slice(0, 0, bins / 3).zero_();                       // a ReLU-like empty left part
     if (trial % 6 == 5) hist.index_put_({at::randint(bins, {bins / 5})}, -0.75);  // a combined histogram's bins
     // widths up to where cubes overflow float (empty bins are then no longer +0 outright)
-    const double width = trial >= 30 ? std::pow(10.0, 9 + trial % 4) : std::pow(10.0, trial % 7 - 4) * (1 + trial / 7.0);
+    const double width =
+        trial >= 30 ? std::pow(10.0, 9 + trial % 4) : std::pow(10.0, trial % 7 - 4) * (1 + trial / 7.0);
     for (int64_t start = 0; start < bins; start += 1 + bins / 23) {
       for (int64_t end = bins - 1; end >= start; end -= 1 + bins / 19) {
         for (int64_t levels : {256, 128}) {

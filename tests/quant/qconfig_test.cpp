@@ -69,13 +69,15 @@ TEST(QConfigJson, RoundTrips) {
 }
 
 TEST(QConfigJson, PresetNames) {
-  auto j = nlohmann::json::parse(R"({"": "default:onednn", "object_type": [["torch.nn.Linear", "default_dynamic_qconfig"]]})");
+  auto j = nlohmann::json::parse(
+      R"({"": "default:onednn", "object_type": [["torch.nn.Linear", "default_dynamic_qconfig"]]})");
   QConfigMapping m = qconfig_mapping_from_json(j);
   EXPECT_EQ(m.global_qconfig(), get_default_qconfig("onednn"));
   EXPECT_EQ(m.object_type_qconfig("torch.nn.Linear", std::nullopt), qconfig_preset("default_dynamic_qconfig"));
   EXPECT_EQ(qconfig_mapping_to_json(qconfig_mapping_from_json("qat:qnnpack")),
             qconfig_mapping_to_json(get_default_qat_qconfig_mapping("qnnpack")));
-  auto spec = spec_from_json(nlohmann::json::parse(R"({"type": "HistogramObserver", "args": {"reduce_range": true}})"), "");
+  auto spec =
+      spec_from_json(nlohmann::json::parse(R"({"type": "HistogramObserver", "args": {"reduce_range": true}})"), "");
   EXPECT_EQ(spec.type(), "torch.ao.quantization.observer.HistogramObserver");
 }
 
@@ -83,20 +85,27 @@ TEST(QConfigJson, ErrorsNameTheJsonPath) {
   auto from = [](const char* text) {
     return error_of([&] { qconfig_mapping_from_json(nlohmann::json::parse(text)); });
   };
-  EXPECT_NE(from(R"({"object_type": [["torch.nn.Linear", {"activation": {"type": "MinMaxObserver", "args": {"dtype": "torch.quint9"}}, "weight": "default_weight_observer"}]]})")
-                .find("object_type[0][1].activation.args.dtype: unknown dtype \"torch.quint9\""),
-            std::string::npos);
+  EXPECT_NE(
+      from(
+          R"({"object_type": [["torch.nn.Linear", {"activation": {"type": "MinMaxObserver", "args": {"dtype": "torch.quint9"}}, "weight": "default_weight_observer"}]]})")
+          .find("object_type[0][1].activation.args.dtype: unknown dtype \"torch.quint9\""),
+      std::string::npos);
   EXPECT_NE(from(R"({"objekt_type": []})").find("unknown key \"objekt_type\""), std::string::npos);
   EXPECT_NE(from(R"({"": {"activation": "NoSuchObserver", "weight": "default_weight_observer"}})")
                 .find("\"\".activation: unknown observer \"NoSuchObserver\""),
             std::string::npos);
-  EXPECT_NE(from(R"({"": {"activation": {"type": "MinMaxObserver", "args": {"bins": 3}}, "weight": "default_weight_observer"}})")
-                .find("MinMaxObserver has no argument 'bins'"),
-            std::string::npos);
-  EXPECT_NE(from(R"({"": {"activation": {"type": "MinMaxObserver", "args": {"reduce_range": 3}}, "weight": "default_weight_observer"}})")
-                .find("argument 'reduce_range' must be a bool"),
-            std::string::npos);
-  EXPECT_NE(from(R"({"module_name_regex": [["([", null]]})").find("module_name_regex[0]: module_name_regex '([' is not a valid regex"),
+  EXPECT_NE(
+      from(
+          R"({"": {"activation": {"type": "MinMaxObserver", "args": {"bins": 3}}, "weight": "default_weight_observer"}})")
+          .find("MinMaxObserver has no argument 'bins'"),
+      std::string::npos);
+  EXPECT_NE(
+      from(
+          R"({"": {"activation": {"type": "MinMaxObserver", "args": {"reduce_range": 3}}, "weight": "default_weight_observer"}})")
+          .find("argument 'reduce_range' must be a bool"),
+      std::string::npos);
+  EXPECT_NE(from(R"({"module_name_regex": [["([", null]]})")
+                .find("module_name_regex[0]: module_name_regex '([' is not a valid regex"),
             std::string::npos);
   EXPECT_NE(from(R"("fast:onednn")").find("unknown qconfig mapping preset \"fast:onednn\""), std::string::npos);
 }
@@ -110,11 +119,13 @@ TEST(ObserverSpec, WithArgsOverridesAndEqualityIgnoresOrder) {
   EXPECT_EQ(SpecValue(1), SpecValue(1.0));  // Python: 1 == 1.0
   EXPECT_NE(error_of([] { ObserverSpec("NoSuchObserver"); }).find("unknown observer class 'NoSuchObserver'"),
             std::string::npos);
-  EXPECT_NE(error_of([] { ObserverSpec("MinMaxObserver", {{"qscheme", c10::kPerChannelAffine}}).make(); })
-                .find("MinMaxObserver's qscheme must be"),
+  EXPECT_NE(error_of([] {
+              ObserverSpec("MinMaxObserver", {{"qscheme", c10::kPerChannelAffine}}).make();
+            }).find("MinMaxObserver's qscheme must be"),
             std::string::npos);
-  EXPECT_NE(error_of([] { ObserverSpec("MinMaxObserver", {{"quant_min", 3}, {"quant_max", 9}}).make(); })
-                .find("must include 0"),
+  EXPECT_NE(error_of([] {
+              ObserverSpec("MinMaxObserver", {{"quant_min", 3}, {"quant_max", 9}}).make();
+            }).find("must include 0"),
             std::string::npos);
 }
 

@@ -84,8 +84,12 @@ struct Case {
 
 template <typename Options>
 Options options_of(const Case& c) {
-  return Options().dtype(c.dtype).qscheme(c.qscheme).reduce_range(c.reduce_range).quant_min(c.quant_min).quant_max(
-      c.quant_max);
+  return Options()
+      .dtype(c.dtype)
+      .qscheme(c.qscheme)
+      .reduce_range(c.reduce_range)
+      .quant_min(c.quant_min)
+      .quant_max(c.quant_max);
 }
 
 std::shared_ptr<UniformObserverBase> make_observer(const Case& c) {

@@ -42,7 +42,8 @@ at::Tensor awkward_weights(at::IntArrayRef shape, double scale, bool non_finite)
 
 void quantize_per_channel_like_aten() {
   at::manual_seed(3);
-  const std::vector<std::vector<int64_t>> shapes = {{16, 3, 3, 3}, {7, 5}, {4, 8, 1, 1}, {3, 6, 5, 5}, {33}, {6, 40, 3, 3}};
+  const std::vector<std::vector<int64_t>> shapes = {{16, 3, 3, 3}, {7, 5}, {4, 8, 1, 1},
+                                                    {3, 6, 5, 5},  {33},   {6, 40, 3, 3}};
   for (const auto& shape : shapes) {
     for (int64_t axis = 0; axis < static_cast<int64_t>(shape.size()) && axis < 2; ++axis) {
       for (bool non_finite : {false, true}) {
@@ -52,10 +53,9 @@ void quantize_per_channel_like_aten() {
         at::Tensor zeros = at::zeros({channels}, at::kLong);
         at::Tensor zps = at::randint(0, 256, {channels}, at::kLong);
         // qparams as observers give them (float32 / int64) and as ATen keeps them (float64)
-        for (auto [dtype, zp, scale_dtype] : {std::tuple{at::kQInt8, zeros, at::kDouble},
-                                              std::tuple{at::kQUInt8, zps, at::kDouble},
-                                              std::tuple{at::kQInt8, zeros.to(at::kInt), at::kFloat},
-                                              std::tuple{at::kQUInt8, zps, at::kFloat}}) {
+        for (auto [dtype, zp, scale_dtype] :
+             {std::tuple{at::kQInt8, zeros, at::kDouble}, std::tuple{at::kQUInt8, zps, at::kDouble},
+              std::tuple{at::kQInt8, zeros.to(at::kInt), at::kFloat}, std::tuple{at::kQUInt8, zps, at::kFloat}}) {
           at::Tensor s = scales.to(scale_dtype);
           at::Tensor ours = quantize_channels(w, s, zp, axis, dtype);
           at::Tensor theirs = at::quantize_per_channel(w, s, zp, axis, dtype);

@@ -155,7 +155,8 @@ std::vector<std::string> observed_nodes(const ir::GraphModule& gm) {
 /// The tensors of a value, depth first (a trace returns nested tuples flat).
 void flatten(const c10::IValue& v, std::vector<at::Tensor>& out) {
   if (v.isTensor()) return out.push_back(v.toTensor());
-  for (const c10::IValue& item : v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec()) flatten(item, out);
+  for (const c10::IValue& item : v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec())
+    flatten(item, out);
 }
 
 /// Signal-to-quantization-noise ratio of `ours` against the float `expected`

@@ -26,9 +26,7 @@ std::string expected_allocator() {
 
 TEST(Runtime, AllocatorIsTheOneBehindMalloc) { EXPECT_EQ(allocator_name(), expected_allocator()); }
 
-TEST(Runtime, ReuseFreedMemoryActsOnGlibcsMallocOnly) {
-  EXPECT_EQ(reuse_freed_memory(), allocator_name() == "glibc");
-}
+TEST(Runtime, ReuseFreedMemoryActsOnGlibcsMallocOnly) { EXPECT_EQ(reuse_freed_memory(), allocator_name() == "glibc"); }
 
 #ifdef __GLIBC__
 

@@ -128,9 +128,8 @@ void keep_for_python(const std::string& name, const std::string& exported, const
   std::filesystem::copy_file(exported, base + ".pt", std::filesystem::copy_options::overwrite_existing);
   io::save_value(c10::ivalue::Tuple::create(inputs), base + "_inputs.pt");
   io::save_value(output, base + "_output.pt");
-  nlohmann::json record = {{"model", name + ".pt"},          {"inputs", name + "_inputs.pt"},
-                           {"output", name + "_output.pt"},  {"tolerance", tolerance},
-                           {"relative", relative},           {"engine", engine}};
+  nlohmann::json record = {{"model", name + ".pt"},  {"inputs", name + "_inputs.pt"}, {"output", name + "_output.pt"},
+                           {"tolerance", tolerance}, {"relative", relative},          {"engine", engine}};
   std::ofstream(base + ".json") << record.dump(1) << "\n";
 }
 

@@ -41,8 +41,8 @@ void add_check(CLI::App& cmd, const std::shared_ptr<Options>& options, Action& a
   check->callback([options, &action] {
     action = [options] {
       backend::BackendConfig config = backend::load_backend_config(options->file);
-      std::cout << options->file << ": valid BackendConfig \"" << config.name() << "\", "
-                << config.configs().size() << " patterns\n\n"
+      std::cout << options->file << ": valid BackendConfig \"" << config.name() << "\", " << config.configs().size()
+                << " patterns\n\n"
                 << backend::support_table_markdown(config);
     };
   });

@@ -40,7 +40,8 @@ Forward load_model(const Options& o, std::shared_ptr<void>& keep) {
   if (o.interpreter) {
     auto gm = std::shared_ptr<ir::GraphModule>(io::import_torchscript(o.model));
     auto interpreter = std::make_shared<ir::Interpreter>(*gm);
-    keep = std::make_shared<std::pair<std::shared_ptr<ir::GraphModule>, std::shared_ptr<ir::Interpreter>>>(gm, interpreter);
+    keep = std::make_shared<std::pair<std::shared_ptr<ir::GraphModule>, std::shared_ptr<ir::Interpreter>>>(gm,
+                                                                                                           interpreter);
     return [interpreter](std::vector<c10::IValue>& in) { return interpreter->run(in); };
   }
   auto module = std::make_shared<torch::jit::Module>(io::load_script(o.model));
@@ -86,9 +87,10 @@ void report(const Options& o, const Tally& t, int64_t batch_size, const io::Outp
                 static_cast<long long>(batch_size), ms > 0 ? 1000.0 / ms : 0.0, at::get_num_threads());
   std::cout << line;
   if (o.json.empty()) return;
-  nlohmann::json j = {{"model", o.model}, {"data", o.data}, {"items", t.items}, {"top1", double(t.top1) / t.items},
-                      {"latency_ms_per_image", ms}, {"batch_size", batch_size}, {"classes", t.classes},
-                      {"threads", at::get_num_threads()}};
+  nlohmann::json j = {{"model", o.model},           {"data", o.data},
+                      {"items", t.items},           {"top1", double(t.top1) / t.items},
+                      {"latency_ms_per_image", ms}, {"batch_size", batch_size},
+                      {"classes", t.classes},       {"threads", at::get_num_threads()}};
   if (t.classes > 5) j["top5"] = double(t.top5) / t.items;
   io::write_output(o.json, j.dump(1) + "\n", outputs);
 }

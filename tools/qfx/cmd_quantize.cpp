@@ -137,9 +137,10 @@ void check_options(const Options& o) {
 
 void run(const Options& o) {
   check_options(o);
-  io::OutputOptions outputs =
-      check_outputs({o.output, o.report, o.report_html},
-                    {o.model, o.calib, o.train.data, o.backend, o.qconfig, o.prepare_custom_config, o.convert_custom_config}, o.force, o.print);
+  io::OutputOptions outputs = check_outputs(
+      {o.output, o.report, o.report_html},
+      {o.model, o.calib, o.train.data, o.backend, o.qconfig, o.prepare_custom_config, o.convert_custom_config}, o.force,
+      o.print);
   c10::InferenceMode no_autograd(o.train.data.empty());  // training needs autograd from the import on
   use_engine(o.engine);
   backend::BackendConfig backend = backend_from_arg(o.backend);
@@ -218,8 +219,9 @@ void add_quantize_command(CLI::App& app, Action& action) {
                 "LSTM, GRU and the RNN cells; the rest stays float; no calibration");
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings")->check(output_file());
-  cmd->add_option("--report-html", o->report_html,
-                  "write a self-contained HTML report: nodes and qparams, sizes, per-layer SQNR on the calibration data")
+  cmd->add_option(
+         "--report-html", o->report_html,
+         "write a self-contained HTML report: nodes and qparams, sizes, per-layer SQNR on the calibration data")
       ->check(output_file());
   cmd->add_flag("--print", o->print, "print the converted model");
   add_force_flag(*cmd, o->force);

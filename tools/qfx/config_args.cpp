@@ -16,9 +16,7 @@
 namespace qfx::cli {
 namespace {
 
-bool is_json_file(const std::string& arg) {
-  return arg.size() > 5 && arg.compare(arg.size() - 5, 5, ".json") == 0;
-}
+bool is_json_file(const std::string& arg) { return arg.size() > 5 && arg.compare(arg.size() - 5, 5, ".json") == 0; }
 
 }  // namespace
 

@@ -22,8 +22,7 @@ std::string identity(const std::string& path) {
 
 const CLI::Validator& output_file() {
   static const CLI::Validator validator(
-      [](std::string& path) { return path.empty() ? std::string("an output file name cannot be empty") : ""; },
-      "FILE");
+      [](std::string& path) { return path.empty() ? std::string("an output file name cannot be empty") : ""; }, "FILE");
   return validator;
 }
 
@@ -31,8 +30,8 @@ void add_force_flag(CLI::App& cmd, bool& force) {
   cmd.add_flag("--force", force, "allow an output file to overwrite an input file of this command");
 }
 
-io::OutputOptions check_outputs(const std::vector<std::string>& outputs, std::vector<std::string> inputs,
-                                bool force, bool prints) {
+io::OutputOptions check_outputs(const std::vector<std::string>& outputs, std::vector<std::string> inputs, bool force,
+                                bool prints) {
   io::OutputOptions options{std::move(inputs), force};
   std::vector<std::string> seen;
   for (const std::string& output : outputs) {

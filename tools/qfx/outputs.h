@@ -24,7 +24,7 @@ void add_force_flag(CLI::App& cmd, bool& force);
 /// against `inputs`; `prints` says the command writes its own text to
 /// standard output. Returns the options every write of the command passes to
 /// io::write_output. c10::Error naming the output and the reason.
-io::OutputOptions check_outputs(const std::vector<std::string>& outputs, std::vector<std::string> inputs,
-                                bool force, bool prints = false);
+io::OutputOptions check_outputs(const std::vector<std::string>& outputs, std::vector<std::string> inputs, bool force,
+                                bool prints = false);
 
 }  // namespace qfx::cli

@@ -22,19 +22,19 @@ double train_epoch(ir::GraphModule& gm, torch::optim::Optimizer& optimizer, cons
   auto source = io::open_data(args.data, options);
   ir::Interpreter interpreter(gm);
   double loss_sum = 0;
-  int64_t batches = for_each_batch(
-      *source, "training data '" + args.data + "'", "train epoch " + std::to_string(epoch + 1), quiet,
-      [&](const io::Batch& batch, int64_t) {
-        TORCH_CHECK(batch.labels.defined(), "no labels (training needs labelled data)");
-        optimizer.zero_grad();
-        at::Tensor logits = interpreter.run(batch.inputs).toTensor();
-        at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
-        double value = loss.item<double>();
-        TORCH_CHECK(std::isfinite(value), "epoch ", epoch + 1, ": the loss is ", value, " (lower --lr)");
-        loss.backward();
-        optimizer.step();
-        loss_sum += value;
-      });
+  int64_t batches =
+      for_each_batch(*source, "training data '" + args.data + "'", "train epoch " + std::to_string(epoch + 1), quiet,
+                     [&](const io::Batch& batch, int64_t) {
+                       TORCH_CHECK(batch.labels.defined(), "no labels (training needs labelled data)");
+                       optimizer.zero_grad();
+                       at::Tensor logits = interpreter.run(batch.inputs).toTensor();
+                       at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
+                       double value = loss.item<double>();
+                       TORCH_CHECK(std::isfinite(value), "epoch ", epoch + 1, ": the loss is ", value, " (lower --lr)");
+                       loss.backward();
+                       optimizer.step();
+                       loss_sum += value;
+                     });
   return loss_sum / static_cast<double>(batches);
 }
 

@@ -155,9 +155,7 @@ class BackendPatternConfig {
   const std::optional<quant::ObserverSpec>& overwrite_output_fake_quantize() const {
     return overwrite_output_fake_quantize_;
   }
-  const std::optional<quant::ObserverSpec>& overwrite_output_observer() const {
-    return overwrite_output_observer_;
-  }
+  const std::optional<quant::ObserverSpec>& overwrite_output_observer() const { return overwrite_output_observer_; }
 
   /// Raises c10::Error when the config is incomplete or inconsistent: no
   /// pattern, or a fused module with neither a fuser method nor a sequence

@@ -42,8 +42,7 @@ struct FuserPart {
 
 /// Builds the fused module from the parts of a match, in the pattern's
 /// element order (forward order). `is_qat` is true under prepare_qat_fx.
-using FuserMethod =
-    std::function<std::shared_ptr<torch::nn::Module>(bool is_qat, const std::vector<FuserPart>& parts)>;
+using FuserMethod = std::function<std::shared_ptr<torch::nn::Module>(bool is_qat, const std::vector<FuserPart>& parts)>;
 
 /// Constructs a fused module from its modules and ops in forward order (the
 /// matched parts without MatchAllNode), as the Python class's constructor.

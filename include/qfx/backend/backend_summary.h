@@ -36,8 +36,8 @@ std::string dtype_config_label(const DTypeConfig& config);
 
 /// One row of the table.
 struct PatternSupport {
-  std::string pattern;      ///< Pattern::str()
-  std::string observation;  ///< "own observer", "shares input's", "not observed"
+  std::string pattern;       ///< Pattern::str()
+  std::string observation;   ///< "own observer", "shares input's", "not observed"
   std::string fused_module;  ///< what the pattern fuses into; empty if nothing
   /// Labels per SupportKind, in the config's order; empty: not supported.
   std::array<std::vector<std::string>, kNumSupportKinds> dtypes;

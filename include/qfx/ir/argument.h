@@ -30,24 +30,35 @@ class Argument {
  public:
   /// What an Argument holds.
   enum class Kind {
-    kNone, kNode, kBool, kInt, kDouble, kString, kDtype, kLayout,
-    kMemoryFormat, kList, kTuple, kSlice, kEllipsis
+    kNone,
+    kNode,
+    kBool,
+    kInt,
+    kDouble,
+    kString,
+    kDtype,
+    kLayout,
+    kMemoryFormat,
+    kList,
+    kTuple,
+    kSlice,
+    kEllipsis
   };
   /// Items of a list, tuple or slice (start, stop, step).
   using Items = std::vector<Argument>;
 
   /// Python `None`.
   Argument() = default;
-  Argument(Node* node);                 // NOLINT: implicit by design, as in FX
-  Argument(bool value);                 // NOLINT
-  Argument(int value);                  // NOLINT
-  Argument(int64_t value);              // NOLINT
-  Argument(double value);               // NOLINT
-  Argument(const char* value);          // NOLINT
-  Argument(std::string value);          // NOLINT
-  Argument(c10::ScalarType value);      // NOLINT
-  Argument(c10::Layout value);          // NOLINT
-  Argument(c10::MemoryFormat value);    // NOLINT
+  Argument(Node* node);               // NOLINT: implicit by design, as in FX
+  Argument(bool value);               // NOLINT
+  Argument(int value);                // NOLINT
+  Argument(int64_t value);            // NOLINT
+  Argument(double value);             // NOLINT
+  Argument(const char* value);        // NOLINT
+  Argument(std::string value);        // NOLINT
+  Argument(c10::ScalarType value);    // NOLINT
+  Argument(c10::Layout value);        // NOLINT
+  Argument(c10::MemoryFormat value);  // NOLINT
 
   /// A Python list `[items...]`.
   static Argument list(Items items);
@@ -80,8 +91,7 @@ class Argument {
   bool operator!=(const Argument& other) const { return !(*this == other); }
 
  private:
-  using Value = std::variant<std::monostate, Node*, bool, int64_t, double,
-                             std::string, c10::ScalarType, c10::Layout,
+  using Value = std::variant<std::monostate, Node*, bool, int64_t, double, std::string, c10::ScalarType, c10::Layout,
                              c10::MemoryFormat, Items>;
   Argument(Kind kind, Value value) : kind_(kind), value_(std::move(value)) {}
 

@@ -81,21 +81,18 @@ class Graph {
 
   /// Creates a node at the insert point. `name` (or, if empty, a name derived
   /// from the target as FX does) is made unique by the graph's Namespace.
-  Node* create_node(Opcode op, std::string target, std::vector<Argument> args = {},
-                    Kwargs kwargs = {}, std::string_view name = {});
+  Node* create_node(Opcode op, std::string target, std::vector<Argument> args = {}, Kwargs kwargs = {},
+                    std::string_view name = {});
   /// A forward() input named `name` (node name as FX makes it: `input` -> `input_1`).
   Node* placeholder(const std::string& name);
   /// The attribute at a dotted path of the owning GraphModule.
   Node* get_attr(const std::string& target);
   /// A call of the submodule at a dotted path.
-  Node* call_module(const std::string& target, std::vector<Argument> args,
-                    Kwargs kwargs = {});
+  Node* call_module(const std::string& target, std::vector<Argument> args, Kwargs kwargs = {});
   /// A call of a function by qualified name (`torch.flatten`, `operator.add`).
-  Node* call_function(const std::string& target, std::vector<Argument> args,
-                      Kwargs kwargs = {});
+  Node* call_function(const std::string& target, std::vector<Argument> args, Kwargs kwargs = {});
   /// A call of method `method` on args[0] (`view`, `size`).
-  Node* call_method(const std::string& method, std::vector<Argument> args,
-                    Kwargs kwargs = {});
+  Node* call_method(const std::string& method, std::vector<Argument> args, Kwargs kwargs = {});
   /// The graph's result (a node, or a tuple/list of them).
   Node* output(Argument result);
 
@@ -139,8 +136,7 @@ class Graph {
   std::string python_code(const std::string& root_module = "self") const;
 
   /// A deep copy; `node_map` (optional) receives old -> new node pointers.
-  std::unique_ptr<Graph> clone(
-      std::unordered_map<const Node*, Node*>* node_map = nullptr) const;
+  std::unique_ptr<Graph> clone(std::unordered_map<const Node*, Node*>* node_map = nullptr) const;
 
   /// The names in use (for passes that name attributes or modules alike).
   Namespace& name_space() { return namespace_; }

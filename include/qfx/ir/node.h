@@ -90,8 +90,7 @@ class Node {
 
   /// Makes every user for which `filter` holds use `replacement` instead of
   /// this node (all users without a filter); returns the users changed.
-  std::vector<Node*> replace_all_uses_with(
-      Node* replacement, const std::function<bool(Node*)>& filter = {});
+  std::vector<Node*> replace_all_uses_with(Node* replacement, const std::function<bool(Node*)>& filter = {});
   /// Replaces `old_input` by `new_input` in this node's arguments.
   void replace_input_with(Node* old_input, Node* new_input);
 

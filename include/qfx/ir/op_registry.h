@@ -23,8 +23,7 @@ namespace qfx::ir {
 class CallArgs {
  public:
   using KwargValues = std::vector<std::pair<std::string, c10::IValue>>;
-  CallArgs(std::vector<c10::IValue> args, KwargValues kwargs)
-      : args_(std::move(args)), kwargs_(std::move(kwargs)) {}
+  CallArgs(std::vector<c10::IValue> args, KwargValues kwargs) : args_(std::move(args)), kwargs_(std::move(kwargs)) {}
 
   /// Number of positional arguments.
   size_t size() const { return args_.size(); }
@@ -43,8 +42,7 @@ class CallArgs {
   at::Scalar scalar(size_t index, const char* name) const;
   /// An int list; a single int `n` becomes `[n]`.
   std::vector<int64_t> int_list(size_t index, const char* name) const;
-  std::vector<int64_t> int_list_or(size_t index, const char* name,
-                                   std::vector<int64_t> fallback) const;
+  std::vector<int64_t> int_list_or(size_t index, const char* name, std::vector<int64_t> fallback) const;
   /// Python varargs of ints (`x.view(2, 3)`) or one list (`x.view([2, 3])`),
   /// starting at `first`.
   std::vector<int64_t> int_varargs(size_t first, const char* name) const;

@@ -24,15 +24,14 @@ namespace qfx::nn {
 /// `conv_b`, `bn_w` or `bn_b` count as zeros, ones and zeros. `transpose`
 /// scales dimension 1 (ConvTranspose weights are [in, out, ...]).
 std::pair<at::Tensor, at::Tensor> fuse_conv_bn_weights(const at::Tensor& conv_w, const at::Tensor& conv_b,
-                                                       const at::Tensor& bn_rm, const at::Tensor& bn_rv,
-                                                       double bn_eps, const at::Tensor& bn_w,
-                                                       const at::Tensor& bn_b, bool transpose = false);
+                                                       const at::Tensor& bn_rm, const at::Tensor& bn_rv, double bn_eps,
+                                                       const at::Tensor& bn_w, const at::Tensor& bn_b,
+                                                       bool transpose = false);
 
 /// PyTorch's fuse_linear_bn_weights.
 std::pair<at::Tensor, at::Tensor> fuse_linear_bn_weights(const at::Tensor& linear_w, const at::Tensor& linear_b,
                                                          const at::Tensor& bn_rm, const at::Tensor& bn_rv,
-                                                         double bn_eps, const at::Tensor& bn_w,
-                                                         const at::Tensor& bn_b);
+                                                         double bn_eps, const at::Tensor& bn_w, const at::Tensor& bn_b);
 
 /// A BatchNorm1d/2d/3d's statistics, parameters and options.
 struct BatchNormState {

@@ -28,9 +28,23 @@ using ModulePtr = std::shared_ptr<torch::nn::Module>;
 
 /// The kinds of fused module.
 enum class FusedKind {
-  kConvReLU1d, kConvReLU2d, kConvReLU3d, kConvBn1d, kConvBn2d, kConvBn3d,
-  kConvBnReLU1d, kConvBnReLU2d, kConvBnReLU3d, kLinearReLU, kLinearBn1d,
-  kBNReLU2d, kBNReLU3d, kLinearLeakyReLU, kLinearTanh, kConvAdd2d, kConvAddReLU2d,
+  kConvReLU1d,
+  kConvReLU2d,
+  kConvReLU3d,
+  kConvBn1d,
+  kConvBn2d,
+  kConvBn3d,
+  kConvBnReLU1d,
+  kConvBnReLU2d,
+  kConvBnReLU3d,
+  kLinearReLU,
+  kLinearBn1d,
+  kBNReLU2d,
+  kBNReLU3d,
+  kLinearLeakyReLU,
+  kLinearTanh,
+  kConvAdd2d,
+  kConvAddReLU2d,
 };
 
 /// The PyTorch name of a kind (`torch.ao.nn.intrinsic.ConvReLU2d`) and the

@@ -135,8 +135,7 @@ struct LearnableFakeQuantizeOptions {
 };
 
 /// Fake quantization with learnable scale and zero point (LSQ).
-class LearnableFakeQuantizeImpl : public torch::nn::Cloneable<LearnableFakeQuantizeImpl>,
-                                  public FakeQuantizeBase {
+class LearnableFakeQuantizeImpl : public torch::nn::Cloneable<LearnableFakeQuantizeImpl>, public FakeQuantizeBase {
  public:
   explicit LearnableFakeQuantizeImpl(LearnableFakeQuantizeOptions options);
   void reset() override;

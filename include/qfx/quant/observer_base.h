@@ -63,14 +63,14 @@ class ObserverBase : public ActivationPostProcess {};
 
 /// The arguments of PyTorch's UniformQuantizationObserverBase, shared by the
 /// min/max and histogram observers' options.
-#define QFX_UNIFORM_OBSERVER_ARGS(default_dtype, default_qscheme)                     \
+#define QFX_UNIFORM_OBSERVER_ARGS(default_dtype, default_qscheme)                      \
   /** The quantized dtype: torch.quint8, torch.qint8, torch.quint4x2, torch.qint32. */ \
   TORCH_ARG(c10::ScalarType, dtype) = default_dtype;                                   \
   /** The quantization scheme. */                                                      \
   TORCH_ARG(c10::QScheme, qscheme) = default_qscheme;                                  \
-  /** Halve the range, as PyTorch's (deprecated) reduce_range. */                     \
+  /** Halve the range, as PyTorch's (deprecated) reduce_range. */                      \
   TORCH_ARG(bool, reduce_range) = false;                                               \
-  /** An explicit quantization range (both or neither). */                            \
+  /** An explicit quantization range (both or neither). */                             \
   TORCH_ARG(c10::optional<int64_t>, quant_min) = c10::nullopt;                         \
   TORCH_ARG(c10::optional<int64_t>, quant_max) = c10::nullopt;                         \
   /** The smallest scale. */                                                           \

@@ -25,15 +25,15 @@ class ObserverSpec;
 class SpecValue {
  public:
   SpecValue() = default;
-  SpecValue(bool v);                // NOLINT: implicit, like Python values
-  SpecValue(int v);                 // NOLINT
-  SpecValue(int64_t v);             // NOLINT
-  SpecValue(double v);              // NOLINT
-  SpecValue(const char* v);         // NOLINT
-  SpecValue(std::string v);         // NOLINT
-  SpecValue(c10::ScalarType v);     // NOLINT
-  SpecValue(c10::QScheme v);        // NOLINT
-  SpecValue(const ObserverSpec& v); // NOLINT
+  SpecValue(bool v);                 // NOLINT: implicit, like Python values
+  SpecValue(int v);                  // NOLINT
+  SpecValue(int64_t v);              // NOLINT
+  SpecValue(double v);               // NOLINT
+  SpecValue(const char* v);          // NOLINT
+  SpecValue(std::string v);          // NOLINT
+  SpecValue(c10::ScalarType v);      // NOLINT
+  SpecValue(c10::QScheme v);         // NOLINT
+  SpecValue(const ObserverSpec& v);  // NOLINT
 
   bool is_none() const { return std::holds_alternative<std::monostate>(value_); }
   bool is_bool() const { return std::holds_alternative<bool>(value_); }

@@ -18,9 +18,7 @@ struct QConfig {
   ObserverSpec activation;
   ObserverSpec weight;
 
-  bool operator==(const QConfig& other) const {
-    return activation == other.activation && weight == other.weight;
-  }
+  bool operator==(const QConfig& other) const { return activation == other.activation && weight == other.weight; }
   bool operator!=(const QConfig& other) const { return !(*this == other); }
 };
 

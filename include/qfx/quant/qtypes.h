@@ -33,8 +33,7 @@ bool is_quantized_dtype(c10::ScalarType dtype);
 /// division; without one, the dtype's full (or reduced) 8-bit range, the
 /// int32 range for qint32, and [0, 15] otherwise. Raises c10::Error for an
 /// explicit range that does not fit the dtype.
-std::pair<int64_t, int64_t> calculate_qmin_qmax(c10::optional<int64_t> quant_min,
-                                                c10::optional<int64_t> quant_max,
+std::pair<int64_t, int64_t> calculate_qmin_qmax(c10::optional<int64_t> quant_min, c10::optional<int64_t> quant_max,
                                                 c10::ScalarType dtype, bool reduce_range);
 
 /// The float32 machine epsilon, observers' default `eps` (2^-23).

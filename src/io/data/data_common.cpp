@@ -27,8 +27,8 @@ void check_options(const DataOptions& options, const std::string& path) {
   TORCH_CHECK(options.mean.size() == options.std.size(), "data '", path, "': ", options.mean.size(),
               " mean value(s) but ", options.std.size(), " std value(s)");
   for (double s : options.std) TORCH_CHECK(s > 0, "data '", path, "': std values must be positive, got ", s);
-  TORCH_CHECK(options.crop_size > 0 && options.resize_size >= options.crop_size, "data '", path,
-              "': the resize size (", options.resize_size, ") must be at least the crop size (", options.crop_size, ")");
+  TORCH_CHECK(options.crop_size > 0 && options.resize_size >= options.crop_size, "data '", path, "': the resize size (",
+              options.resize_size, ") must be at least the crop size (", options.crop_size, ")");
 }
 
 int64_t items_to_read(int64_t available, const DataOptions& options) {

@@ -46,11 +46,14 @@ std::vector<fs::path> sorted_entries(const fs::path& dir, bool directories) {
 at::Tensor load_image(const fs::path& file, int64_t index, const DataOptions& options) {
   int width = 0, height = 0, channels = 0;
   std::unique_ptr<unsigned char, void (*)(void*)> pixels(stbi_load(file.c_str(), &width, &height, &channels, 3),
-                                                          stbi_image_free);
-  TORCH_CHECK(pixels != nullptr, "data item ", index, ": cannot decode image '", file.string(), "': ",
-              stbi_failure_reason());
+                                                         stbi_image_free);
+  TORCH_CHECK(pixels != nullptr, "data item ", index, ": cannot decode image '", file.string(),
+              "': ", stbi_failure_reason());
   at::Tensor image = at::from_blob(pixels.get(), {height, width, 3}, at::kByte)
-                         .permute({2, 0, 1}).unsqueeze(0).to(at::kFloat).div_(255.0);
+                         .permute({2, 0, 1})
+                         .unsqueeze(0)
+                         .to(at::kFloat)
+                         .div_(255.0);
   double scale = static_cast<double>(options.resize_size) / std::min(width, height);
   int64_t h = std::max<int64_t>(options.crop_size, std::llround(height * scale));
   int64_t w = std::max<int64_t>(options.crop_size, std::llround(width * scale));

@@ -26,8 +26,8 @@ class TensorSource final : public DataSource {
       for (const at::Tensor& b : all.split(options.batch_size)) add_batch({b});
       return;
     }
-    TORCH_CHECK(data.isList() || data.isTuple(), "data '", path,
-                "' must hold a tensor or a list of batches, not a ", data.tagKind());
+    TORCH_CHECK(data.isList() || data.isTuple(), "data '", path, "' must hold a tensor or a list of batches, not a ",
+                data.tagKind());
     auto items = data.isList() ? data.toListRef().vec() : data.toTupleRef().elements().vec();
     std::vector<int64_t> order = item_order(static_cast<int64_t>(items.size()), options.seed);
     if (options.max_batches > 0 && static_cast<int64_t>(order.size()) > options.max_batches) {

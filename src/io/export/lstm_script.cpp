@@ -29,19 +29,16 @@ std::string cell_method(const nn::QuantizedLSTMCell& cell, size_t i, ScriptAttrs
          "    gates = " + qop(cell, "add", 0, igates, hgates) + ".chunk(4, 1)\n" +
          "    fgate_cx = " + qop(cell, "mul", 1, "torch.sigmoid(gates[1])", "c") + "\n" +
          "    igate_cgate = " + qop(cell, "mul", 2, "torch.sigmoid(gates[0])", "torch.tanh(gates[2])") + "\n" +
-         "    cy = " + qop(cell, "add", 3, "fgate_cx", "igate_cgate") + "\n" +
-         "    return " + qop(cell, "mul", 4, "torch.sigmoid(gates[3])", "torch.tanh(cy)") + ", cy\n";
+         "    cy = " + qop(cell, "add", 3, "fgate_cx", "igate_cgate") + "\n" + "    return " +
+         qop(cell, "mul", 4, "torch.sigmoid(gates[3])", "torch.tanh(cy)") + ", cy\n";
 }
 
 /// `run_<i>(x, h, c)`: _LSTMSingleLayer.forward, the cell over the sequence.
 std::string run_method(size_t i) {
   std::string n = std::to_string(i);
   return "def run_" + n + "(self, x: Tensor, h: Tensor, c: Tensor) -> Tuple[Tensor, Tensor, Tensor]:\n" +
-         "    result: List[Tensor] = []\n" +
-         "    for t in range(x.size(0)):\n" +
-         "        h, c = self.cell_" + n + "(x[t], h, c)\n" +
-         "        result.append(h)\n" +
-         "    return torch.stack(result, 0), h, c\n";
+         "    result: List[Tensor] = []\n" + "    for t in range(x.size(0)):\n" + "        h, c = self.cell_" + n +
+         "(x[t], h, c)\n" + "        result.append(h)\n" + "    return torch.stack(result, 0), h, c\n";
 }
 
 /// The lines of forward for one layer (_LSTMLayer.forward).
@@ -55,8 +52,7 @@ std::string layer_lines(const nn::RecurrentShape& s, int64_t layer) {
   std::string fw = std::to_string(2 * layer), bw = std::to_string(2 * layer + 1);
   return "    fw, h_fw, c_fw = self.run_" + fw + "(x, hs[" + l + "][0], cs[" + l + "][0])\n" +
          "    bw, h_bw, c_bw = self.run_" + bw + "(x.flip(0), hs[" + l + "][1], cs[" + l + "][1])\n" +
-         "    x = torch.cat([fw, bw.flip(0)], fw.dim() - 1)\n" +
-         "    h_n.append(torch.stack([h_fw, h_bw], 0))\n" +
+         "    x = torch.cat([fw, bw.flip(0)], fw.dim() - 1)\n" + "    h_n.append(torch.stack([h_fw, h_bw], 0))\n" +
          "    c_n.append(torch.stack([c_fw, c_bw], 0))\n";
 }
 
@@ -76,8 +72,8 @@ std::string forward_method(const nn::RecurrentShape& s) {
   out += "    else:\n";
   for (const char* part : {"hs", "cs"}) {
     std::string index = part[0] == 'h' ? "0" : "1";
-    out += std::string("        ") + part + " = [t" + squeeze + " for t in hx[" + index + "].reshape([" + layers + ", " +
-           dirs + ", x.size(1), " + hidden + "]).unbind(0)]\n";
+    out += std::string("        ") + part + " = [t" + squeeze + " for t in hx[" + index + "].reshape([" + layers +
+           ", " + dirs + ", x.size(1), " + hidden + "]).unbind(0)]\n";
   }
   out += "    h_n: List[Tensor] = []\n    c_n: List[Tensor] = []\n";
   for (int64_t layer = 0; layer < s.num_layers; ++layer) out += layer_lines(s, layer);

@@ -109,7 +109,9 @@ std::string conv(const Emit& e, const Options& o, const std::string& weight, con
 /// F.embedding_bag: 2-D input without offsets is flattened with one bag per row.
 std::string embedding_bag(const Emit& e, const std::string& weight) {
   const auto& o = as<torch::nn::EmbeddingBagImpl>(e.m).options;
-  int64_t mode = c10::get_if<torch::enumtype::kSum>(&o.mode()) ? 0 : c10::get_if<torch::enumtype::kMean>(&o.mode()) ? 1 : 2;
+  int64_t mode = c10::get_if<torch::enumtype::kSum>(&o.mode())    ? 0
+                 : c10::get_if<torch::enumtype::kMean>(&o.mode()) ? 1
+                                                                  : 2;
   bool has_offsets = e.in.size() > 1 && e.in[1] != "None";
   std::string indices = has_offsets ? e.x() : "torch.flatten(" + e.x() + ")";
   std::string offsets = has_offsets ? e.in[1] : "torch.arange(0, " + e.x() + ".numel(), " + e.x() + ".size(1))";
@@ -233,7 +235,8 @@ const std::map<std::string, Emitter>& float_emitters() {
       {"torch.nn.Flatten",
        [](const Emit& e) {
          const auto& o = as<FlattenImpl>(e.m).options;
-         return "torch.flatten(" + e.x() + ", " + std::to_string(o.start_dim()) + ", " + std::to_string(o.end_dim()) + ")";
+         return "torch.flatten(" + e.x() + ", " + std::to_string(o.start_dim()) + ", " + std::to_string(o.end_dim()) +
+                ")";
        }},
       {"torch.nn.BatchNorm1d", batch_norm<BatchNorm1dImpl>},
       {"torch.nn.BatchNorm2d", batch_norm<BatchNorm2dImpl>},
@@ -342,11 +345,15 @@ std::string qat(const nn::QatModuleImpl& q, const Emit& e) {
     std::string factor = "(" + bn_params.param("weight") + " / torch.sqrt(" + bn_params.param("running_var") + " + " +
                          num(nn::batch_norm_state(bn).eps) + "))";
     std::string bias = e.param("bias");
-    std::string scaled = weight_fake_quantize(q, e, "(" + e.param("weight") + " * " + factor + ".reshape(" + ints(weight_shape) + "))");
-    std::string zero_bias = bias != "None" ? "torch.zeros_like(" + bias + ")"
-                                           : "torch.zeros([" + std::to_string(q.named_parameters(false)["weight"].size(0)) + "])";
-    std::string orig = "(" + weighted(inner, [&] { return scaled; }, zero_bias) + " / " + factor + ".reshape(" +
-                       ints(bias_shape) + "))";
+    std::string scaled =
+        weight_fake_quantize(q, e, "(" + e.param("weight") + " * " + factor + ".reshape(" + ints(weight_shape) + "))");
+    std::string zero_bias = bias != "None"
+                                ? "torch.zeros_like(" + bias + ")"
+                                : "torch.zeros([" + std::to_string(q.named_parameters(false)["weight"].size(0)) + "])";
+    std::string orig = "(" +
+                       weighted(
+                           inner, [&] { return scaled; }, zero_bias) +
+                       " / " + factor + ".reshape(" + ints(bias_shape) + "))";
     if (bias != "None") orig = "(" + orig + " + " + bias + ".reshape(" + ints(bias_shape) + "))";
     out = bn_expression(bn, Emit{bn, e.path + ".bn", {orig}, e.attrs});
   }
@@ -430,23 +437,22 @@ std::string recurrent_source(const RecurrentSource& r) {
   std::string zeros = "torch.zeros([" + std::to_string(r.num_layers * (r.bidirectional ? 2 : 1)) + ", input.size(" +
                       (r.batch_first ? "0" : "1") + "), " + std::to_string(r.hidden_size) + "], dtype=input.dtype)";
   std::string state_type = r.lstm ? "Optional[Tuple[Tensor, Tensor]]" : "Optional[Tensor]";
-  return "def forward(self, input, hx: " + state_type + "=None):\n" +
-         "    if hx is None:\n" +
-         "        zeros = " + zeros + "\n" +
-         "        state = " + (r.lstm ? "(zeros, zeros)" : "zeros") + "\n" +
-         "    else:\n" +
-         "        state = hx\n" +
-         "    result = torch." + r.op + "(input, " + (r.lstm ? "[state[0], state[1]]" : "state") + ", " + r.params +
-         ", " + flag(r.bias) + ", " + std::to_string(r.num_layers) + ", " + num(r.dropout) + ", False, " +
-         flag(r.bidirectional) + ", " + flag(r.batch_first) + r.extra + ")\n" +
-         "    return " + (r.lstm ? "result[0], (result[1], result[2])" : "result") + "\n";
+  return "def forward(self, input, hx: " + state_type + "=None):\n" + "    if hx is None:\n" +
+         "        zeros = " + zeros + "\n" + "        state = " + (r.lstm ? "(zeros, zeros)" : "zeros") + "\n" +
+         "    else:\n" + "        state = hx\n" + "    result = torch." + r.op + "(input, " +
+         (r.lstm ? "[state[0], state[1]]" : "state") + ", " + r.params + ", " + flag(r.bias) + ", " +
+         std::to_string(r.num_layers) + ", " + num(r.dropout) + ", False, " + flag(r.bidirectional) + ", " +
+         flag(r.batch_first) + r.extra + ")\n" + "    return " +
+         (r.lstm ? "result[0], (result[1], result[2])" : "result") + "\n";
 }
 
 std::string recurrent_forward(const Emit& e, const std::string& type) {
   const torch::nn::detail::RNNOptionsBase& o = rnn_options(e.m);
   bool lstm = type == "torch.nn.LSTM";
-  std::string op = lstm ? "lstm" : type == "torch.nn.GRU" ? "gru"
-                   : c10::get_if<torch::enumtype::kRNN_RELU>(&o.mode()) ? "rnn_relu" : "rnn_tanh";
+  std::string op = lstm                                                 ? "lstm"
+                   : type == "torch.nn.GRU"                             ? "gru"
+                   : c10::get_if<torch::enumtype::kRNN_RELU>(&o.mode()) ? "rnn_relu"
+                                                                        : "rnn_tanh";
   std::string params;
   for (const auto& item : e.m.named_parameters(/*recurse=*/false)) {
     params += (params.empty() ? "" : ", ") + e.param(item.key().c_str());
@@ -462,22 +468,22 @@ std::string cell_source(const nn::RecurrentShape& s, const std::string& op, cons
   std::string zeros = "torch.zeros([input.size(0), " + std::to_string(s.hidden_size) + "], dtype=input.dtype)";
   bool lstm = s.is_lstm();
   std::string state_type = lstm ? "Optional[Tuple[Tensor, Tensor]]" : "Optional[Tensor]";
-  return "def forward(self, input, hx: " + state_type + "=None):\n" +
-         "    if hx is None:\n" +
-         "        zeros = " + zeros + "\n" +
-         "        state = " + (lstm ? "(zeros, zeros)" : "zeros") + "\n" +
-         "    else:\n" +
-         "        state = hx\n" +
-         "    return " + op + "(input, " + (lstm ? "[state[0], state[1]]" : "state") + ", " + args + ")\n";
+  return "def forward(self, input, hx: " + state_type + "=None):\n" + "    if hx is None:\n" +
+         "        zeros = " + zeros + "\n" + "        state = " + (lstm ? "(zeros, zeros)" : "zeros") + "\n" +
+         "    else:\n" + "        state = hx\n" + "    return " + op + "(input, " +
+         (lstm ? "[state[0], state[1]]" : "state") + ", " + args + ")\n";
 }
 
 /// A float cell's forward: ATen's lstm_cell / gru_cell / rnn_tanh_cell / rnn_relu_cell.
 std::string float_cell_forward(const Emit& e) {
   nn::RecurrentShape s = nn::recurrent_shape(e.m);
-  std::string kind = s.is_lstm() ? "lstm" : s.float_type == "torch.nn.GRUCell" ? "gru" : s.relu ? "rnn_relu" : "rnn_tanh";
-  return cell_source(s, "torch." + kind + "_cell",
-                     e.param("weight_ih") + ", " + e.param("weight_hh") + ", " + e.param("bias_ih") + ", " +
-                         e.param("bias_hh"));
+  std::string kind = s.is_lstm()                          ? "lstm"
+                     : s.float_type == "torch.nn.GRUCell" ? "gru"
+                     : s.relu                             ? "rnn_relu"
+                                                          : "rnn_tanh";
+  return cell_source(
+      s, "torch." + kind + "_cell",
+      e.param("weight_ih") + ", " + e.param("weight_hh") + ", " + e.param("bias_ih") + ", " + e.param("bias_hh"));
 }
 
 /// `self.<path>` of a submodule of class `__torch__.torch.ao.nn.quantized.
@@ -497,13 +503,12 @@ std::string dynamic_rnn_submodule(const nn::DynamicQuantizedRNNImpl& q, const Em
     source = cell_source(s, "torch.ops." + nn::dynamic_cell_op(s).replace(9, 2, "."),
                          "self._packed_weight_ih, self._packed_weight_hh, self.bias_ih, self.bias_hh");
   } else {
-    sub.register_attribute("_all_weight_values", c10::ListType::create(q.cell_params().elementType()),
-                           q.cell_params());
-    std::string extra = s.is_lstm() ? ", dtype=" + std::to_string(static_cast<int>(c10::kQInt8)) + ", use_dynamic=True"
-                                    : "";
-    source = recurrent_source({s.is_lstm(), s.num_layers, s.hidden_size, s.bias, s.bidirectional, s.batch_first,
-                               s.dropout, s.is_lstm() ? "quantized_lstm" : "quantized_gru", "self._all_weight_values",
-                               extra});
+    sub.register_attribute("_all_weight_values", c10::ListType::create(q.cell_params().elementType()), q.cell_params());
+    std::string extra =
+        s.is_lstm() ? ", dtype=" + std::to_string(static_cast<int>(c10::kQInt8)) + ", use_dynamic=True" : "";
+    source =
+        recurrent_source({s.is_lstm(), s.num_layers, s.hidden_size, s.bias, s.bidirectional, s.batch_first, s.dropout,
+                          s.is_lstm() ? "quantized_lstm" : "quantized_gru", "self._all_weight_values", extra});
   }
   define_forward(sub, source);
   return e.attrs.add(e.path, sub._ivalue());
@@ -525,7 +530,9 @@ std::string float_submodule(const Emit& e, const std::string& type) {
   for (size_t i = 0; i < e.in.size(); ++i) names.push_back(i == 0 ? "input" : "input_" + std::to_string(i));
   ScriptAttrs own(e.attrs.unit());  // the submodule's own attributes
   Emit inner{e.m, "", names, own};
-  std::string forward = is_recurrent(type) ? recurrent_forward(inner, type) : is_cell(type) ? float_cell_forward(inner) : "";
+  std::string forward = is_recurrent(type) ? recurrent_forward(inner, type)
+                        : is_cell(type)    ? float_cell_forward(inner)
+                                           : "";
   std::string body = forward.empty() ? float_expression(inner, type) : "";
   torch::jit::Module sub = e.attrs.new_module(type);
   mark_eval(sub);
@@ -536,7 +543,8 @@ std::string float_submodule(const Emit& e, const std::string& type) {
     c10::TypePtr type = value.isTensor() ? c10::TensorType::get() : value.type();
     sub.register_attribute(name, type, value, is_param, value.isTensor() && !is_param);
   }
-  if (forward.empty()) forward = "def forward(self, " + call_expression("", names).substr(1) + ":\n    return " + body + "\n";
+  if (forward.empty())
+    forward = "def forward(self, " + call_expression("", names).substr(1) + ":\n    return " + body + "\n";
   define_forward(sub, forward);
   return e.attrs.add(e.path, sub._ivalue());
 }
@@ -550,7 +558,8 @@ std::string module_expression(const torch::nn::Module& module, const std::string
   if (auto* q = dynamic_cast<const nn::QuantizedModuleImpl*>(&module)) return quantized(*q, e);
   if (auto* fq = dynamic_cast<const quant::FakeQuantizeBase*>(&module)) return fake_quantize(*fq, e, type);
   if (auto* q = dynamic_cast<const nn::QatModuleImpl*>(&module)) return qat(*q, e);
-  if (dynamic_cast<const quant::ActivationPostProcess*>(&module) != nullptr) return inputs.at(0);  // observers pass values through
+  if (dynamic_cast<const quant::ActivationPostProcess*>(&module) != nullptr)
+    return inputs.at(0);  // observers pass values through
   if (auto* script = dynamic_cast<const nn::ScriptModuleImpl*>(&module)) {
     return call_expression(attrs.add(path, script->script()._ivalue()) + ".forward", inputs);
   }

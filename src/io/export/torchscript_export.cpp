@@ -188,9 +188,7 @@ torch::jit::Module script_module(const ir::GraphModule& gm, const std::string& c
 
 namespace detail {
 
-void mark_eval(torch::jit::Module& module) {
-  module.register_attribute("training", c10::BoolType::get(), false);
-}
+void mark_eval(torch::jit::Module& module) { module.register_attribute("training", c10::BoolType::get(), false); }
 
 void define_forward(torch::jit::Module& module, const std::string& source) {
   try {

@@ -45,8 +45,7 @@ bool static_equals(const c10::IValue& a, const c10::IValue& b) {
 }
 
 bool is_default(const c10::Argument& schema_arg, const ImportValue& value) {
-  return value.is_static() && schema_arg.default_value() &&
-         static_equals(value.constant, *schema_arg.default_value());
+  return value.is_static() && schema_arg.default_value() && static_equals(value.constant, *schema_arg.default_value());
 }
 
 bool is_enum_type(const c10::TypePtr& type, c10::TypeKind kind) {
@@ -97,12 +96,9 @@ bool is_forward(const std::string& method) {
 /// (FX would leave the whole encoder float; docs/divergences.md).
 bool traced_through(const std::string& python_class) {
   static const std::set<std::string> containers = {
-      "torch.nn.modules.container.Sequential",
-      "torch.nn.modules.transformer.Transformer",
-      "torch.nn.modules.transformer.TransformerEncoder",
-      "torch.nn.modules.transformer.TransformerEncoderLayer",
-      "torch.nn.modules.transformer.TransformerDecoder",
-      "torch.nn.modules.transformer.TransformerDecoderLayer",
+      "torch.nn.modules.container.Sequential",           "torch.nn.modules.transformer.Transformer",
+      "torch.nn.modules.transformer.TransformerEncoder", "torch.nn.modules.transformer.TransformerEncoderLayer",
+      "torch.nn.modules.transformer.TransformerDecoder", "torch.nn.modules.transformer.TransformerDecoderLayer",
   };
   return containers.count(python_class) != 0;
 }
@@ -186,15 +182,13 @@ bool class_listed(const std::vector<std::string>& classes, const std::string& py
 
 std::shared_ptr<torch::nn::Module> GraphBuilder::kept_whole(const ImportValue& module,
                                                             const std::string& python_class) const {
-  if (listed(options_.nested_module_names, module.path) ||
-      class_listed(options_.nested_module_classes, python_class)) {
+  if (listed(options_.nested_module_names, module.path) || class_listed(options_.nested_module_classes, python_class)) {
     ImportOptions inner;  // module names are the outer model's; classes hold everywhere
     inner.script_module_classes = options_.script_module_classes;
     inner.nested_module_classes = options_.nested_module_classes;
     return std::make_shared<nn::NestedGraphModuleImpl>(import_torchscript(*module.module, inner), python_class);
   }
-  if (listed(options_.script_module_names, module.path) ||
-      class_listed(options_.script_module_classes, python_class)) {
+  if (listed(options_.script_module_names, module.path) || class_listed(options_.script_module_classes, python_class)) {
     return std::make_shared<nn::ScriptModuleImpl>(*module.module, python_class);
   }
   return nullptr;
@@ -350,8 +344,7 @@ std::vector<size_t> traced_recurrent_outputs(const torch::jit::Graph& forward, c
 
 }  // namespace
 
-ImportValue GraphBuilder::recurrent_result(ir::Node* module, bool lstm, const std::vector<size_t>& order,
-                                           bool single) {
+ImportValue GraphBuilder::recurrent_result(ir::Node* module, bool lstm, const std::vector<size_t>& order, bool single) {
   // out, (h, c) = self.lstm(x): FX's getitem, getitem_1 (the state), getitem_2, getitem_3
   auto item = [&](ir::Node* of, int64_t i) { return scoped(gm_.graph().call_function("operator.getitem", {of, i})); };
   std::map<size_t, ir::Node*> values;
@@ -394,11 +387,12 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string
   while (!args.empty() && args.size() < schema.size() && is_default(schema[args.size()], args.back())) args.pop_back();
   std::string python_class = python_class_name(*module.module);
   std::vector<size_t> outputs = traced_recurrent_outputs(*forward.graph(), python_class);
-  bool lstm = python_class == "torch.nn.modules.rnn.LSTM";  // returns (output, (h, c))
+  bool lstm = python_class == "torch.nn.modules.rnn.LSTM";           // returns (output, (h, c))
   bool lstm_cell = python_class == "torch.nn.modules.rnn.LSTMCell";  // takes (h, c) too
   if (lstm_cell && forward.graph()->outputs().at(0)->type()->kind() == c10::TypeKind::TensorType) {
-    walker_.fail("a traced LSTMCell whose caller reads only one of (h, c): the trace does not record which; "
-                 "trace the model with both read, or script it");
+    walker_.fail(
+        "a traced LSTMCell whose caller reads only one of (h, c): the trace does not record which; "
+        "trace the model with both read, or script it");
   }
   args = python_order(*forward.graph(), python_class, std::move(args));
   if (((lstm && !outputs.empty()) || lstm_cell) && args.size() == 3) {
@@ -452,7 +446,8 @@ ArgumentSplit split_arguments(const std::vector<c10::Argument>& schema_args, con
       split.keyword.push_back(i);
     }
   }
-  while (!split.positional.empty() && is_default(schema_args[split.positional.back()], inputs[split.positional.back()])) {
+  while (!split.positional.empty() &&
+         is_default(schema_args[split.positional.back()], inputs[split.positional.back()])) {
     split.positional.pop_back();
   }
   return split;
@@ -465,9 +460,8 @@ std::vector<int> all_indices(size_t n) {
 }
 
 ir::Node* GraphBuilder::call_node(ir::Opcode op, const std::string& target,
-                                  const std::vector<c10::Argument>& schema_args,
-                                  const std::vector<ImportValue>& inputs, const std::vector<int>& positional,
-                                  const std::vector<int>& keyword, bool inplace) {
+                                  const std::vector<c10::Argument>& schema_args, const std::vector<ImportValue>& inputs,
+                                  const std::vector<int>& positional, const std::vector<int>& keyword, bool inplace) {
   std::vector<ir::Argument> args;
   for (int i : positional) args.push_back(to_argument(inputs[i], schema_args[i].real_type()));
   ir::Kwargs kwargs;
@@ -489,8 +483,8 @@ ir::Node* GraphBuilder::mapped_op(const torch::jit::Node& node, const std::vecto
   }
   ArgumentSplit split = split_arguments(schema_args, inputs, order);
   std::string target = m.target;
-  bool fits = m.max_positional < 0 ||
-              (static_cast<int>(split.positional.size()) <= m.max_positional && split.keyword.empty());
+  bool fits =
+      m.max_positional < 0 || (static_cast<int>(split.positional.size()) <= m.max_positional && split.keyword.empty());
   if (!fits) {
     if (*m.fallback == '\0') walker_.fail(std::string("cannot express the arguments of ") + node.kind().toQualString());
     target = m.fallback;
@@ -538,19 +532,21 @@ ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vec
   };
   if (const UpsampleMapping* up = find_upsample_mapping(kind)) {
     // F.interpolate(input, size=..., scale_factor=..., mode=..., align_corners=...)
-    ir::Kwargs kwargs = {{"size", arg(1)}, {"scale_factor", arg(up->has_align_corners ? 3 : 2)},
-                         {"mode", std::string(up->mode)}};
+    ir::Kwargs kwargs = {
+        {"size", arg(1)}, {"scale_factor", arg(up->has_align_corners ? 3 : 2)}, {"mode", std::string(up->mode)}};
     if (up->has_align_corners) kwargs.emplace_back("align_corners", arg(2));
-    return ImportValue::of_node(
-        scoped(gm_.graph().create_node(ir::Opcode::kCallFunction, "torch.nn.functional.interpolate", {arg(0)}, kwargs)));
+    return ImportValue::of_node(scoped(
+        gm_.graph().create_node(ir::Opcode::kCallFunction, "torch.nn.functional.interpolate", {arg(0)}, kwargs)));
   }
   if (kind == "aten::_convolution") {
     // _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
     if (!inputs[6].is_static()) walker_.fail("a functional convolution whose `transposed` is computed");
     std::string dims = std::to_string(inputs[3].constant.toIntList().size());
-    if (inputs[6].constant.toBool()) {  // F.conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)
-      return ImportValue::of_node(scoped(gm_.graph().call_function(
-          "torch.nn.functional.conv_transpose" + dims + "d", {arg(0), arg(1), arg(2), arg(3), arg(4), arg(7), arg(8), arg(5)})));
+    if (inputs[6].constant.toBool()) {  // F.conv_transposeNd(input, weight, bias, stride, padding, output_padding,
+                                        // groups, dilation)
+      return ImportValue::of_node(
+          scoped(gm_.graph().call_function("torch.nn.functional.conv_transpose" + dims + "d",
+                                           {arg(0), arg(1), arg(2), arg(3), arg(4), arg(7), arg(8), arg(5)})));
     }
     return ImportValue::of_node(scoped(gm_.graph().call_function(
         "torch.nn.functional.conv" + dims + "d", {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(8)})));

@@ -20,10 +20,8 @@ class GraphBuilder : public Walker::Handler {
   /// Imports the forward() of `root` into the graph module.
   void import_forward(const torch::jit::Module& root);
 
-  ImportValue call_module(const ImportValue& module, const std::string& method,
-                          std::vector<ImportValue> args) override;
-  std::vector<ImportValue> call_op(const torch::jit::Node& node,
-                                   std::vector<ImportValue> inputs) override;
+  ImportValue call_module(const ImportValue& module, const std::string& method, std::vector<ImportValue> args) override;
+  std::vector<ImportValue> call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) override;
   ImportValue element(const ImportValue& sequence, int64_t index) override;
   c10::optional<ImportValue> call_function(const std::string& qualified_name, const c10::FunctionSchema& schema,
                                            const std::vector<ImportValue>& args) override;
@@ -61,7 +59,7 @@ class GraphBuilder : public Walker::Handler {
   std::unordered_set<std::string> built_leaves_;                // module paths
   // x[i] = v: later reads of x read the setitem node, which gives x after the write
   std::unordered_map<ir::Node*, ir::Node*> written_;
-  std::vector<ir::NodeScope> scopes_{ir::NodeScope{}};           // innermost module being walked last
+  std::vector<ir::NodeScope> scopes_{ir::NodeScope{}};  // innermost module being walked last
   int tensor_constants_ = 0;
 };
 

@@ -18,9 +18,7 @@ using ModulePtr = std::shared_ptr<torch::nn::Module>;
 
 bool in_place(const ProbedOp& op) { return op.kind.back() == '_'; }
 
-const ProbedOp& op_or_inplace(const Leaf& leaf, const std::string& name) {
-  return leaf.op({name, name + "_"});
-}
+const ProbedOp& op_or_inplace(const Leaf& leaf, const std::string& name) { return leaf.op({name, name + "_"}); }
 
 template <typename Impl>
 ModulePtr plain(const Leaf&) {
@@ -62,8 +60,7 @@ ModulePtr leaky_relu(const Leaf& leaf) {
 
 ModulePtr elu(const Leaf& leaf) {
   const ProbedOp& op = op_or_inplace(leaf, "aten::elu");
-  return std::make_shared<torch::nn::ELUImpl>(
-      torch::nn::ELUOptions().alpha(op.to_double(1)).inplace(in_place(op)));
+  return std::make_shared<torch::nn::ELUImpl>(torch::nn::ELUOptions().alpha(op.to_double(1)).inplace(in_place(op)));
 }
 
 ModulePtr softmax(const Leaf& leaf) {
@@ -116,8 +113,7 @@ ModulePtr flatten(const Leaf& leaf) {
 
 ModulePtr dropout(const Leaf& leaf) {
   const ProbedOp& op = op_or_inplace(leaf, "aten::dropout");
-  return std::make_shared<torch::nn::DropoutImpl>(
-      torch::nn::DropoutOptions(op.to_double(1)).inplace(in_place(op)));
+  return std::make_shared<torch::nn::DropoutImpl>(torch::nn::DropoutOptions(op.to_double(1)).inplace(in_place(op)));
 }
 
 }  // namespace
@@ -145,9 +141,12 @@ const std::vector<LeafRow>& simple_leaf_rows() {
       {"torch.nn.modules.pooling.AvgPool1d", avg_pool<1, AvgPool1dImpl, AvgPool1dOptions>},
       {"torch.nn.modules.pooling.AvgPool2d", avg_pool<2, AvgPool2dImpl, AvgPool2dOptions>},
       {"torch.nn.modules.pooling.AvgPool3d", avg_pool<3, AvgPool3dImpl, AvgPool3dOptions>},
-      {"torch.nn.modules.pooling.AdaptiveAvgPool1d", adaptive_avg_pool<1, AdaptiveAvgPool1dImpl, AdaptiveAvgPool1dOptions>},
-      {"torch.nn.modules.pooling.AdaptiveAvgPool2d", adaptive_avg_pool<2, AdaptiveAvgPool2dImpl, AdaptiveAvgPool2dOptions>},
-      {"torch.nn.modules.pooling.AdaptiveAvgPool3d", adaptive_avg_pool<3, AdaptiveAvgPool3dImpl, AdaptiveAvgPool3dOptions>},
+      {"torch.nn.modules.pooling.AdaptiveAvgPool1d",
+       adaptive_avg_pool<1, AdaptiveAvgPool1dImpl, AdaptiveAvgPool1dOptions>},
+      {"torch.nn.modules.pooling.AdaptiveAvgPool2d",
+       adaptive_avg_pool<2, AdaptiveAvgPool2dImpl, AdaptiveAvgPool2dOptions>},
+      {"torch.nn.modules.pooling.AdaptiveAvgPool3d",
+       adaptive_avg_pool<3, AdaptiveAvgPool3dImpl, AdaptiveAvgPool3dOptions>},
       {"torch.nn.modules.flatten.Flatten", flatten},
       {"torch.nn.modules.dropout.Dropout", dropout},
       {"torch.nn.modules.linear.Identity", plain<IdentityImpl>},

@@ -44,21 +44,23 @@ ModulePtr linear(const Leaf& leaf) {
 template <size_t D, typename Options>
 void apply_padding_mode(const Leaf& leaf, Options& o) {
   const ProbedOp* pad = leaf.find_op({"aten::pad", "aten::reflection_pad1d", "aten::reflection_pad2d",
-                                      "aten::reflection_pad3d", "aten::replication_pad1d",
-                                      "aten::replication_pad2d", "aten::replication_pad3d",
-                                      "aten::_pad_circular"});
+                                      "aten::reflection_pad3d", "aten::replication_pad1d", "aten::replication_pad2d",
+                                      "aten::replication_pad3d", "aten::_pad_circular"});
   if (pad == nullptr) return;
-  std::string mode = pad->kind == "aten::pad" ? pad->constant(2).toStringRef()
-                     : pad->kind.find("reflection") != std::string::npos ? "reflect"
+  std::string mode = pad->kind == "aten::pad"                             ? pad->constant(2).toStringRef()
+                     : pad->kind.find("reflection") != std::string::npos  ? "reflect"
                      : pad->kind.find("replication") != std::string::npos ? "replicate"
                                                                           : "circular";
   auto amounts = pad->ints(1);
   std::vector<int64_t> padding(D);
   for (size_t d = 0; d < D; ++d) padding[d] = amounts.at(2 * (D - 1 - d));
   o.padding(torch::ExpandingArray<D>(padding));
-  if (mode == "reflect") o.padding_mode(torch::kReflect);
-  else if (mode == "replicate") o.padding_mode(torch::kReplicate);
-  else if (mode == "circular") o.padding_mode(torch::kCircular);
+  if (mode == "reflect")
+    o.padding_mode(torch::kReflect);
+  else if (mode == "replicate")
+    o.padding_mode(torch::kReplicate);
+  else if (mode == "circular")
+    o.padding_mode(torch::kCircular);
 }
 
 template <size_t D, typename Impl, typename Options>
@@ -72,8 +74,10 @@ ModulePtr conv(const Leaf& leaf) {
   o.stride(op.ints(3)).dilation(op.ints(5)).groups(groups).bias(b.defined());
   const c10::IValue& padding = op.constant(4);
   if (padding.isString()) {
-    if (padding.toStringRef() == "same") o.padding(torch::kSame);
-    else o.padding(torch::kValid);
+    if (padding.toStringRef() == "same")
+      o.padding(torch::kSame);
+    else
+      o.padding(torch::kValid);
   } else {
     o.padding(torch::ExpandingArray<D>(padding.toIntVector()));
   }
@@ -178,9 +182,12 @@ ModulePtr embedding_bag(const Leaf& leaf) {
   const ProbedOp& op = leaf.op({"aten::embedding_bag"});
   torch::nn::EmbeddingBagOptions o(w.size(0), w.size(1));
   int64_t mode = op.to_int(4);
-  if (mode == 0) o.mode(torch::kSum);
-  else if (mode == 1) o.mode(torch::kMean);
-  else o.mode(torch::kMax);
+  if (mode == 0)
+    o.mode(torch::kSum);
+  else if (mode == 1)
+    o.mode(torch::kMean);
+  else
+    o.mode(torch::kMax);
   o.scale_grad_by_freq(op.to_bool(3)).sparse(op.to_bool(5)).include_last_offset(op.to_bool(7));
   if (op.inputs.size() > 8 && !op.is_none(8) && op.to_int(8) >= 0) o.padding_idx(op.to_int(8));
   auto m = std::make_shared<torch::nn::EmbeddingBagImpl>(o);

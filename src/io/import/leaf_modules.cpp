@@ -53,8 +53,7 @@ class Probe : public Walker::Handler {
 }  // namespace
 
 const c10::IValue& ProbedOp::constant(size_t index) const {
-  TORCH_CHECK(index < inputs.size() && inputs[index].is_static(), kind, ": input ", index,
-              " is not a constant");
+  TORCH_CHECK(index < inputs.size() && inputs[index].is_static(), kind, ": input ", index, " is not a constant");
   return inputs[index].constant;
 }
 namespace {
@@ -114,9 +113,8 @@ void assign(at::Tensor& target, const at::Tensor& source) {
   target.copy_(source);
 }
 
-std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module,
-                                                     const std::string& python_class, const std::string& path,
-                                                     const std::string& method) {
+std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module, const std::string& python_class,
+                                                     const std::string& path, const std::string& method) {
   static const auto kTable = [] {
     std::unordered_map<std::string, LeafBuilder> table;
     for (const auto* rows : {&weighted_leaf_rows(), &simple_leaf_rows(), &rnn_leaf_rows()}) {

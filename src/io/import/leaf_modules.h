@@ -31,8 +31,7 @@ struct ProbedOp {
 /// What a builder knows about one leaf.
 class Leaf {
  public:
-  Leaf(const torch::jit::Module& module, std::vector<ProbedOp> ops)
-      : module_(module), ops_(std::move(ops)) {}
+  Leaf(const torch::jit::Module& module, std::vector<ProbedOp> ops) : module_(module), ops_(std::move(ops)) {}
 
   /// The parameter or buffer `name`; undefined when absent or None.
   at::Tensor tensor(const std::string& name) const;
@@ -55,9 +54,8 @@ class Leaf {
 /// `python_class` (`torch.nn.modules.conv.Conv2d`), from its forward
 /// `method` (`forward`, or `forward__0` of a scripted overloaded forward);
 /// nullptr for an unsupported class. Errors name the class and the path.
-std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module,
-                                                     const std::string& python_class, const std::string& path,
-                                                     const std::string& method = "forward");
+std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module, const std::string& python_class,
+                                                     const std::string& path, const std::string& method = "forward");
 
 /// Builders of the leaf table (leaf_builders_*.cpp).
 using LeafBuilder = std::shared_ptr<torch::nn::Module> (*)(const Leaf&);

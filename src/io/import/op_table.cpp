@@ -150,9 +150,9 @@ const std::vector<UpsampleMapping>& upsample_mappings() {
   // F.interpolate(input, size, scale_factor, mode, align_corners) as traced: aten::upsample_<mode>
   // (input, output_size, [align_corners,] scale_factors)
   static const std::vector<UpsampleMapping> kRows = {
-      {"aten::upsample_nearest1d", "nearest", false},   {"aten::upsample_nearest2d", "nearest", false},
-      {"aten::upsample_nearest3d", "nearest", false},   {"aten::upsample_linear1d", "linear", true},
-      {"aten::upsample_bilinear2d", "bilinear", true},  {"aten::upsample_bicubic2d", "bicubic", true},
+      {"aten::upsample_nearest1d", "nearest", false},    {"aten::upsample_nearest2d", "nearest", false},
+      {"aten::upsample_nearest3d", "nearest", false},    {"aten::upsample_linear1d", "linear", true},
+      {"aten::upsample_bilinear2d", "bilinear", true},   {"aten::upsample_bicubic2d", "bicubic", true},
       {"aten::upsample_trilinear3d", "trilinear", true},
   };
   return kRows;

@@ -13,13 +13,13 @@ namespace qfx::io::detail {
 
 /// How one ATen op becomes one FX node.
 struct OpMapping {
-  const char* aten;            ///< "aten::add" (all overloads)
-  ir::Opcode op;               ///< kCallFunction or kCallMethod
-  const char* target;          ///< "operator.add", "view", ...
-  std::vector<int> order;      ///< ATen inputs that become FX args, in FX order; empty: all
-  int max_positional = -1;     ///< FX args the target takes (-1: any)
-  const char* fallback = "";   ///< target used when the args do not fit (e.g. alpha != 1)
-  bool inplace = false;        ///< add `inplace=True`
+  const char* aten;           ///< "aten::add" (all overloads)
+  ir::Opcode op;              ///< kCallFunction or kCallMethod
+  const char* target;         ///< "operator.add", "view", ...
+  std::vector<int> order;     ///< ATen inputs that become FX args, in FX order; empty: all
+  int max_positional = -1;    ///< FX args the target takes (-1: any)
+  const char* fallback = "";  ///< target used when the args do not fit (e.g. alpha != 1)
+  bool inplace = false;       ///< add `inplace=True`
 };
 
 /// Every mapping, in table order (export reads the table backwards).

@@ -20,13 +20,13 @@ struct ImportValue {
   enum class Kind { kStatic, kNode, kModule, kAttr, kList, kTuple, kView, kOpaque };
 
   Kind kind = Kind::kOpaque;
-  c10::IValue constant;            // kStatic
-  ir::Node* node = nullptr;        // kNode
-  std::string path;                // kModule, kAttr: dotted path from the root
+  c10::IValue constant;                      // kStatic
+  ir::Node* node = nullptr;                  // kNode
+  std::string path;                          // kModule, kAttr: dotted path from the root
   c10::optional<torch::jit::Module> module;  // kModule
-  at::Tensor tensor;               // kAttr
-  std::vector<ImportValue> items;  // kList, kTuple; kView: the indexed value
-  ir::Argument::Items index;       // kView: one entry per leading dimension
+  at::Tensor tensor;                         // kAttr
+  std::vector<ImportValue> items;            // kList, kTuple; kView: the indexed value
+  ir::Argument::Items index;                 // kView: one entry per leading dimension
 
   static ImportValue of_static(c10::IValue v) {
     ImportValue out;

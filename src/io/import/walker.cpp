@@ -32,9 +32,7 @@ std::vector<c10::IValue> static_items(const c10::IValue& v) {
   return v.toTupleRef().elements().vec();
 }
 
-bool is_module_object(const c10::IValue& v) {
-  return v.isObject() && v.toObjectRef().type()->is_module();
-}
+bool is_module_object(const c10::IValue& v) { return v.isObject() && v.toObjectRef().type()->is_module(); }
 
 }  // namespace
 
@@ -91,9 +89,7 @@ std::string Walker::where() const {
   return out;
 }
 
-void Walker::fail(const std::string& what) const {
-  TORCH_CHECK(false, "import: ", what, " ", where());
-}
+void Walker::fail(const std::string& what) const { TORCH_CHECK(false, "import: ", what, " ", where()); }
 
 std::vector<ImportValue> Walker::run(const torch::jit::Graph& graph, std::vector<ImportValue> inputs) {
   TORCH_CHECK(!inputs.empty() && inputs[0].kind == ImportValue::Kind::kModule,
@@ -105,10 +101,9 @@ std::vector<ImportValue> Walker::run(const torch::jit::Graph& graph, std::vector
   return outputs;
 }
 
-std::vector<ImportValue> Walker::run_block(const torch::jit::Block& block,
-                                           std::vector<ImportValue> inputs, Env& env) {
-  TORCH_CHECK(block.inputs().size() == inputs.size(), "import: block takes ", block.inputs().size(),
-              " inputs, got ", inputs.size());
+std::vector<ImportValue> Walker::run_block(const torch::jit::Block& block, std::vector<ImportValue> inputs, Env& env) {
+  TORCH_CHECK(block.inputs().size() == inputs.size(), "import: block takes ", block.inputs().size(), " inputs, got ",
+              inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) env[block.inputs()[i]] = std::move(inputs[i]);
   for (const torch::jit::Node* node : block.nodes()) {
     const torch::jit::Node* saved = current_;
@@ -133,8 +128,8 @@ std::vector<ImportValue> Walker::inputs_of(const torch::jit::Node& node, const E
 
 void Walker::bind_outputs(const torch::jit::Node& node, std::vector<ImportValue> values, Env& env) {
   if (values.size() != node.outputs().size()) {
-    fail(std::string(node.kind().toQualString()) + " gave " + std::to_string(values.size()) +
-         " values for " + std::to_string(node.outputs().size()) + " outputs");
+    fail(std::string(node.kind().toQualString()) + " gave " + std::to_string(values.size()) + " values for " +
+         std::to_string(node.outputs().size()) + " outputs");
   }
   for (size_t i = 0; i < values.size(); ++i) env[node.outputs()[i]] = std::move(values[i]);
 }
@@ -249,8 +244,8 @@ void Walker::visit_construct(const torch::jit::Node& node, Env& env) {
                                                         : c10::ivalue::Tuple::create(std::move(items)));
     return;
   }
-  env[node.output()] = ImportValue::of_sequence(
-      is_list ? ImportValue::Kind::kList : ImportValue::Kind::kTuple, std::move(inputs));
+  env[node.output()] =
+      ImportValue::of_sequence(is_list ? ImportValue::Kind::kList : ImportValue::Kind::kTuple, std::move(inputs));
 }
 
 void Walker::visit_unpack(const torch::jit::Node& node, Env& env) {
@@ -383,9 +378,8 @@ void Walker::visit_warn(const torch::jit::Node& /*node*/, Env& /*env*/) {
 void Walker::visit_raise(const torch::jit::Node& node, Env& env) {
   if (handler_.tolerate_dynamic_control()) return;  // probing walks branches never taken
   std::vector<ImportValue> inputs = inputs_of(node, env);
-  std::string message = !inputs.empty() && inputs[0].is_static() && inputs[0].constant.isString()
-                            ? inputs[0].constant.toStringRef()
-                            : "";
+  std::string message =
+      !inputs.empty() && inputs[0].is_static() && inputs[0].constant.isString() ? inputs[0].constant.toStringRef() : "";
   fail("the model raises an exception: " + message);
 }
 

@@ -28,8 +28,7 @@ class Walker {
                                     std::vector<ImportValue> args) = 0;
     /// An op whose inputs are not all constants (or whose output is a
     /// tensor); returns one value per output.
-    virtual std::vector<ImportValue> call_op(const torch::jit::Node& node,
-                                             std::vector<ImportValue> inputs) = 0;
+    virtual std::vector<ImportValue> call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) = 0;
     /// A call of a compiled Python function (`torch.nn.functional.relu`): a
     /// value to use as its result, or nullopt to walk into the function.
     virtual c10::optional<ImportValue> call_function(const std::string& qualified_name,
@@ -61,8 +60,7 @@ class Walker {
   using Env = std::unordered_map<const torch::jit::Value*, ImportValue>;
   using Visit = void (Walker::*)(const torch::jit::Node&, Env&);
 
-  std::vector<ImportValue> run_block(const torch::jit::Block& block,
-                                     std::vector<ImportValue> inputs, Env& env);
+  std::vector<ImportValue> run_block(const torch::jit::Block& block, std::vector<ImportValue> inputs, Env& env);
   void visit(const torch::jit::Node& node, Env& env);
   std::vector<ImportValue> inputs_of(const torch::jit::Node& node, const Env& env) const;
   void bind_outputs(const torch::jit::Node& node, std::vector<ImportValue> values, Env& env);
