@@ -84,13 +84,24 @@ bool is_call(const ir::Node& node, ir::Opcode op, const char* target);
 /// The scale and zero point a quantize node's get_attr arguments hold.
 nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q);
 
+// The steps, in _lower_to_native_backend's order, each named after the
+// PyTorch 1.13 function it mirrors (fx/_lower_to_native_backend.py).
+
+/// _lower_static_weighted_ref_module: dq -> ref module -> q  =>  quantized module.
 void lower_static_weighted_modules(Lowering& l);
+/// _lower_dynamic_weighted_ref_module: q_dynamic -> dq -> ref module  =>  dynamic quantized module.
 void lower_dynamic_weighted_modules(Lowering& l);
+/// _lower_weight_only_weighted_ref_module: ref Embedding(Bag)  =>  quantized Embedding(Bag).
 void lower_weight_only_modules(Lowering& l);
+/// _lower_static_weighted_ref_functional: dq -> F.linear/conv (dq weight) -> q  =>  quantized op, prepacked weight.
 void lower_static_functionals(Lowering& l);
+/// _lower_dynamic_weighted_ref_functional: q_dynamic -> dq -> F.linear/conv  =>  dynamic quantized op.
 void lower_dynamic_functionals(Lowering& l);
+/// _lower_quantized_binary_op: dq, dq -> add/mul (-> relu) -> q  =>  quantized.add/mul(_relu).
 void lower_binary_ops(Lowering& l);
+/// _lower_getattr_tensor_metadta_op: x.shape / x.size() read the quantized value.
 void lower_getattr_metadata(Lowering& l);
+/// special_pattern_replacement: dq -> op -> q  =>  op on quantized values (or its quantized module).
 void lower_special_patterns(Lowering& l);
 /// fold_weight: runs each prepack whose inputs are all attributes once and
 /// stores the packed weight as `<scope>_packed_weight_N`.
