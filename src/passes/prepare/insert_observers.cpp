@@ -14,9 +14,9 @@
 //   x -> linear -> relu       =>   x -> obs_0 -> linear -> obs_1 -> relu -> obs_1'
 //                                  (obs_1' is the same module as obs_1)
 
-#include "backend_support.h"
-#include "custom_lstm.h"
-#include "custom_module_swap.h"
+#include "passes/backend_support.h"
+#include "passes/custom_lstm.h"
+#include "passes/custom_module_swap.h"
 #include "observer_inserter.h"
 #include "qconfig_resolution.h"
 

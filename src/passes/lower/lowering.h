@@ -6,7 +6,7 @@
 #include "qfx/passes/pass.h"
 #include "qfx/passes/pass_jobs.h"
 #include "qfx/passes/prepare_state.h"
-#include "qdq_edits.h"
+#include "passes/qdq_edits.h"
 
 #include <map>
 #include <memory>

@@ -13,7 +13,7 @@
 #include "qfx/backend/backend_registry.h"
 #include "qfx/ir/graph_module.h"
 #include "qfx/passes/pass.h"
-#include "config_matches.h"
+#include "passes/config_matches.h"
 #include "qfx/passes/pass_jobs.h"
 #include "qfx/pattern/matcher.h"
 

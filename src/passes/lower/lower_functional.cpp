@@ -6,7 +6,7 @@
 
 #include "lowering.h"
 
-#include "attr_names.h"
+#include "passes/attr_names.h"
 #include "lower_tables.h"
 
 #include "qfx/ir/interpreter.h"

@@ -6,7 +6,7 @@
 // maybe_insert_input_observer_for_arg_or_kwarg,
 // maybe_make_input_output_share_observers). Internal to the passes.
 
-#include "target_dtypes.h"
+#include "passes/target_dtypes.h"
 
 #include "qfx/quant/observer_spec.h"
 

@@ -22,12 +22,12 @@
 #include "qfx/passes/pass_manager.h"
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/simple_observers.h"
-#include "attr_names.h"
-#include "backend_support.h"
-#include "custom_lstm.h"
-#include "custom_module_swap.h"
-#include "qdq_edits.h"
-#include "quant_matches.h"
+#include "passes/attr_names.h"
+#include "passes/backend_support.h"
+#include "passes/custom_lstm.h"
+#include "passes/custom_module_swap.h"
+#include "passes/qdq_edits.h"
+#include "passes/quant_matches.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
