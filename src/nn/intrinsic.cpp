@@ -122,23 +122,24 @@ ModulePtr make_fused_module(FusedKind kind, const std::vector<ModulePtr>& module
   const FusedKindInfo& info = fused_kind_info(kind);
   const std::vector<ModulePtr>& parts = modules;
   // A fused module class per kind, so the registry can tell them apart.
+  // clang-format off
   switch (kind) {
 #define QFX_FUSED_CASE(Name) \
   case FusedKind::k##Name: return std::make_shared<Name##Impl>(parts);
-    QFX_FUSED_CASE(ConvReLU1d)
-    QFX_FUSED_CASE(ConvReLU2d)
-    QFX_FUSED_CASE(ConvReLU3d)
-    QFX_FUSED_CASE(ConvBn1d) QFX_FUSED_CASE(ConvBn2d) QFX_FUSED_CASE(ConvBn3d) QFX_FUSED_CASE(ConvBnReLU1d)
-        QFX_FUSED_CASE(ConvBnReLU2d) QFX_FUSED_CASE(ConvBnReLU3d) QFX_FUSED_CASE(LinearReLU) QFX_FUSED_CASE(LinearBn1d)
-            QFX_FUSED_CASE(BNReLU2d) QFX_FUSED_CASE(BNReLU3d) QFX_FUSED_CASE(LinearLeakyReLU) QFX_FUSED_CASE(LinearTanh)
+    QFX_FUSED_CASE(ConvReLU1d) QFX_FUSED_CASE(ConvReLU2d) QFX_FUSED_CASE(ConvReLU3d)
+    QFX_FUSED_CASE(ConvBn1d) QFX_FUSED_CASE(ConvBn2d) QFX_FUSED_CASE(ConvBn3d)
+    QFX_FUSED_CASE(ConvBnReLU1d) QFX_FUSED_CASE(ConvBnReLU2d) QFX_FUSED_CASE(ConvBnReLU3d)
+    QFX_FUSED_CASE(LinearReLU) QFX_FUSED_CASE(LinearBn1d) QFX_FUSED_CASE(BNReLU2d) QFX_FUSED_CASE(BNReLU3d)
+    QFX_FUSED_CASE(LinearLeakyReLU) QFX_FUSED_CASE(LinearTanh)
 #undef QFX_FUSED_CASE
-                case FusedKind::kConvAdd2d
-        : TORCH_CHECK(parts.size() == 1, short_name(info.name), " takes a conv and an add op");
-    return std::make_shared<ConvAdd2dImpl>(parts[0], add_op);
+    case FusedKind::kConvAdd2d:
+      TORCH_CHECK(parts.size() == 1, short_name(info.name), " takes a conv and an add op");
+      return std::make_shared<ConvAdd2dImpl>(parts[0], add_op);
     case FusedKind::kConvAddReLU2d:
       TORCH_CHECK(parts.size() == 2, short_name(info.name), " takes a conv, an add op and a relu");
       return std::make_shared<ConvAddReLU2dImpl>(parts[0], add_op, parts[1]);
   }
+  // clang-format on
   TORCH_CHECK(false, "unknown fused module kind");
 }
 
@@ -171,21 +172,21 @@ backend::FusedModuleFactory factory_of(FusedKind kind) {
   };
 }
 
+// clang-format off
 const bool kRegistered = [] {
 #define QFX_FUSED_KIND(Name) add_module_kind<Name##Impl>(fused_kind_info(FusedKind::k##Name).name);
-  QFX_FUSED_KIND(ConvReLU1d)
-  QFX_FUSED_KIND(ConvReLU2d)
-  QFX_FUSED_KIND(ConvReLU3d)
-  QFX_FUSED_KIND(ConvBn1d) QFX_FUSED_KIND(ConvBn2d) QFX_FUSED_KIND(ConvBn3d) QFX_FUSED_KIND(ConvBnReLU1d)
-      QFX_FUSED_KIND(ConvBnReLU2d) QFX_FUSED_KIND(ConvBnReLU3d) QFX_FUSED_KIND(LinearReLU) QFX_FUSED_KIND(LinearBn1d)
-          QFX_FUSED_KIND(BNReLU2d) QFX_FUSED_KIND(BNReLU3d) QFX_FUSED_KIND(LinearLeakyReLU) QFX_FUSED_KIND(LinearTanh)
-              QFX_FUSED_KIND(ConvAdd2d) QFX_FUSED_KIND(ConvAddReLU2d)
+  QFX_FUSED_KIND(ConvReLU1d) QFX_FUSED_KIND(ConvReLU2d) QFX_FUSED_KIND(ConvReLU3d)
+  QFX_FUSED_KIND(ConvBn1d) QFX_FUSED_KIND(ConvBn2d) QFX_FUSED_KIND(ConvBn3d)
+  QFX_FUSED_KIND(ConvBnReLU1d) QFX_FUSED_KIND(ConvBnReLU2d) QFX_FUSED_KIND(ConvBnReLU3d)
+  QFX_FUSED_KIND(LinearReLU) QFX_FUSED_KIND(LinearBn1d) QFX_FUSED_KIND(BNReLU2d) QFX_FUSED_KIND(BNReLU3d)
+  QFX_FUSED_KIND(LinearLeakyReLU) QFX_FUSED_KIND(LinearTanh) QFX_FUSED_KIND(ConvAdd2d) QFX_FUSED_KIND(ConvAddReLU2d)
 #undef QFX_FUSED_KIND
-                  for (FusedKind kind : fused_kinds()) {
+  for (FusedKind kind : fused_kinds()) {
     backend::BackendRegistry::instance().add_fused_module(fused_kind_info(kind).name, factory_of(kind));
   }
   return true;
 }();
+// clang-format on
 
 }  // namespace
 }  // namespace qfx::nn
