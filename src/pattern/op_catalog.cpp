@@ -29,6 +29,7 @@ const char* op_kind_name(OpKind kind) {
     case OpKind::kFunction: return "function";
     case OpKind::kMethod: return "method";
     case OpKind::kAny: return "any";
+    case OpKind::kClass: return "class";
   }
   return "?";
 }

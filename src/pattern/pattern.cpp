@@ -23,13 +23,52 @@ Pattern Pattern::sequence(const std::vector<std::string>& names) {
     if (!p.elements_.empty()) inputs.push_back(p.elements_.size() - 1);
     p.elements_.push_back({std::move(op), std::move(inputs)});
   }
+  p.one_user_inside();
   return p;
 }
 
 Pattern Pattern::from_nested(const NestedPattern& nested) {
   Pattern p;
   p.add_nested(nested);
+  p.one_user_inside();
   return p;
+}
+
+Pattern Pattern::from_term(const Term& term) {
+  Pattern p;
+  p.add_term(term);
+  return p;
+}
+
+void Pattern::one_user_inside() {
+  for (size_t i = 0; i + 1 < elements_.size(); ++i) elements_[i].max_users = 1;
+}
+
+size_t Pattern::add_term(const Term& term) {
+  TORCH_CHECK(!term.op.is_any() || term.args.empty(), "MatchAllNode takes no argument patterns");
+  TORCH_CHECK(term.op.kind != OpKind::kClass || term.test, "the class ", term.op.name, " has no test");
+  std::vector<size_t> inputs;
+  for (const Term& arg : term.args) inputs.push_back(add_term(arg));
+  elements_.push_back({term.op, std::move(inputs), term.max_users, term.more_args, term.test});
+  return elements_.size() - 1;
+}
+
+Term Term::of(std::vector<Term> arg_terms) const {
+  Term t = *this;
+  t.args = std::move(arg_terms);
+  return t;
+}
+
+Term Term::and_more() const {
+  Term t = *this;
+  t.more_args = true;
+  return t;
+}
+
+Term Term::one_user() const {
+  Term t = *this;
+  t.max_users = 1;
+  return t;
 }
 
 size_t Pattern::add_nested(const NestedPattern& nested) {
@@ -85,6 +124,21 @@ size_t Pattern::num_ops() const {
   size_t n = 0;
   for (const Element& e : elements_) n += e.op.is_any() ? 0 : 1;
   return n;
+}
+
+std::vector<size_t> Pattern::path_to(size_t index) const {
+  std::function<bool(size_t, std::vector<size_t>&)> walk = [&](size_t at, std::vector<size_t>& path) {
+    path.push_back(at);
+    if (at == index) return true;
+    for (size_t input : elements_[at].inputs) {
+      if (walk(input, path)) return true;
+    }
+    path.pop_back();
+    return false;
+  };
+  std::vector<size_t> path;
+  if (!empty()) walk(elements_.size() - 1, path);
+  return path;
 }
 
 std::string Pattern::str() const {

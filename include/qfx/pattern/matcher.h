@@ -9,9 +9,11 @@
 ///   function); a method element a `call_method` node of that name;
 ///   `MatchAllNode` matches any argument, nodes or not;
 /// - an element with argument patterns needs exactly that many positional
-///   arguments (keyword arguments are not looked at);
-/// - every node but the pattern's output must have at most one user, so a
-///   fusion never drops a value someone else reads.
+///   arguments (keyword arguments are not looked at), or at least that many
+///   when the element allows more;
+/// - a node may have at most the users its element allows: for patterns from
+///   configs, one for every node but the output's (pattern.h);
+/// - a class element (a rewrite rule's) matches what its test accepts.
 ///
 /// \code
 ///   Pattern p = Pattern::sequence({"torch.nn.Conv2d", "torch.nn.ReLU"});
@@ -47,6 +49,16 @@ std::optional<PatternMatch> match_at(const Pattern& pattern, ir::Node& node, con
 /// element that fails, e.g. `%bn has 2 users (a fused value may have one)`);
 /// empty when it matches. For --explain.
 std::string why_no_match(const Pattern& pattern, ir::Node& node, const ir::GraphModule& gm);
+
+/// True when element `index` of `pattern` alone (its op or class, not its
+/// arguments or users) accepts `value`.
+bool element_accepts(const Pattern& pattern, size_t index, const ir::Argument& value, const ir::GraphModule& gm);
+
+/// Why no match of `pattern` binds `node` to element `anchor` (e.g. `its
+/// value does not go to relu -> torch.quantize_per_tensor`, or why the match
+/// at the node its value goes to fails); empty when one does. For --explain
+/// at the node a rule is about rather than at the pattern's output.
+std::string why_not_at(const Pattern& pattern, size_t anchor, ir::Node& node, const ir::GraphModule& gm);
 
 /// The order in which PyTorch tries patterns: longer ones first (counting
 /// MatchAllNode elements), ties in their original order. Returns indices

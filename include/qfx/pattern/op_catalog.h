@@ -21,14 +21,17 @@
 
 namespace qfx::pattern {
 
-/// What a pattern element stands for.
-enum class OpKind { kModule, kFunction, kMethod, kAny };
+/// What a pattern element stands for. kClass is a class of values a rewrite
+/// rule names by a test (`a reference module PyTorch lowers statically`);
+/// configs never hold one.
+enum class OpKind { kModule, kFunction, kMethod, kAny, kClass };
 
-/// "module", "function", "method" or "any".
+/// "module", "function", "method", "any" or "class".
 const char* op_kind_name(OpKind kind);
 
 /// One op of a pattern: a kind and a canonical PyTorch name. kAny is
-/// PyTorch's `MatchAllNode` and matches any argument.
+/// PyTorch's `MatchAllNode` and matches any argument; for kClass the name
+/// describes the class.
 struct PatternOp {
   OpKind kind = OpKind::kAny;
   std::string name = "MatchAllNode";

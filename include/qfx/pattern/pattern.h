@@ -13,7 +13,19 @@
 ///
 /// The elements are listed inputs first (post-order from the output, argument
 /// by argument); each names the earlier elements its positional arguments
-/// must match. The last element is the pattern's output.
+/// must match. The last element is the pattern's output. Each element also
+/// says how many users its node may have: PyTorch's rule, that every node
+/// but the output has one user (so a fusion never drops a value someone
+/// else reads), is written into the patterns made from configs.
+///
+/// Rewrite rules (lower-to-native) write their patterns by hand as Terms,
+/// which may also name a class of values by a test, let a node have more
+/// arguments than the pattern constrains, and lift the one-user rule:
+///
+/// \code
+///   // quantize_per_tensor(<ref module>(dequantize(x)), ...)
+///   Pattern p = Pattern::from_term(is_quantize.of({ref_module.of({dequantize.of({Term::any()})})}).and_more());
+/// \endcode
 ///
 /// \code
 ///   Pattern p = Pattern::from_nested({"torch.nn.ReLU", {{"operator.add", {"MatchAllNode", "torch.nn.Conv2d"}}}});
@@ -28,8 +40,13 @@
 
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
+
+namespace qfx::ir {
+class GraphModule;
+}  // namespace qfx::ir
 
 namespace qfx::pattern {
 
@@ -45,6 +62,40 @@ struct NestedPattern {
   bool operator==(const NestedPattern& other) const { return op == other.op && args == other.args; }
 };
 
+/// The test of a class element: whether `value` (a node or any other
+/// argument) is of the class.
+using ArgTest = std::function<bool(const ir::Argument& value, const ir::GraphModule& gm)>;
+
+/// No limit on an element's users.
+inline constexpr size_t kAnyUsers = std::numeric_limits<size_t>::max();
+
+/// A pattern element written by hand: an op or a class, the patterns of its
+/// leading positional arguments, and its constraints.
+struct Term {
+  PatternOp op;
+  ArgTest test;  ///< for a class
+  std::vector<Term> args;
+  bool more_args = false;        ///< the node may have arguments after those in `args`
+  size_t max_users = kAnyUsers;  ///< at most this many users
+
+  /// MatchAllNode.
+  static Term any() { return {}; }
+  /// A function or method op, by its canonical name (no catalog lookup).
+  static Term function(std::string name) { return {{OpKind::kFunction, std::move(name)}, {}, {}}; }
+  static Term method(std::string name) { return {{OpKind::kMethod, std::move(name)}, {}, {}}; }
+  /// A class of values named `description`, those `test` accepts.
+  static Term of_class(std::string description, ArgTest test) {
+    return {{OpKind::kClass, std::move(description)}, std::move(test), {}};
+  }
+
+  /// This term with argument patterns `arg_terms`.
+  Term of(std::vector<Term> arg_terms) const;
+  /// This term, allowing arguments after the constrained ones.
+  Term and_more() const;
+  /// This term, whose node may have one user only.
+  Term one_user() const;
+};
+
 /// A pattern in forward order (see the file comment).
 class Pattern {
  public:
@@ -52,7 +103,12 @@ class Pattern {
   struct Element {
     PatternOp op;
     std::vector<size_t> inputs;  ///< indices of earlier elements, one per argument
-    bool operator==(const Element& other) const { return op == other.op && inputs == other.inputs; }
+    size_t max_users = kAnyUsers;
+    bool more_args = false;  ///< inputs constrain the leading arguments only
+    ArgTest test;            ///< for a class
+    bool operator==(const Element& other) const {
+      return op == other.op && inputs == other.inputs && max_users == other.max_users && more_args == other.more_args;
+    }
   };
 
   /// No pattern (a config whose pattern is not set yet).
@@ -63,6 +119,8 @@ class Pattern {
   static Pattern sequence(const std::vector<std::string>& names);
   /// From PyTorch's reversed nested-tuple format.
   static Pattern from_nested(const NestedPattern& nested);
+  /// A hand-written pattern (a rewrite rule's), exactly as `term` says.
+  static Pattern from_term(const Term& term);
 
   /// The reversed nested-tuple form.
   NestedPattern to_nested() const;
@@ -82,6 +140,9 @@ class Pattern {
   std::vector<std::string> sequence_names() const;
   /// The number of ops, MatchAllNode excluded.
   size_t num_ops() const;
+  /// The indices of the elements from the output down to `index` (both
+  /// included), following arguments.
+  std::vector<size_t> path_to(size_t index) const;
 
   /// `torch.nn.Linear`; `torch.nn.Conv2d -> torch.nn.ReLU` for a sequence;
   /// `torch.nn.ReLU(operator.add(MatchAllNode, torch.nn.Conv2d))` otherwise.
@@ -93,6 +154,9 @@ class Pattern {
 
  private:
   size_t add_nested(const NestedPattern& nested);
+  size_t add_term(const Term& term);
+  /// PyTorch's rule for config patterns: one user for all but the output.
+  void one_user_inside();
   NestedPattern nested_at(size_t index) const;
   std::string str_at(size_t index) const;
 

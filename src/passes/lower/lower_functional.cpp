@@ -8,6 +8,7 @@
 
 #include "passes/attr_names.h"
 #include "lower_tables.h"
+#include "lower_terms.h"
 
 #include "qfx/ir/interpreter.h"
 #include "qfx/ir/module_registry.h"
@@ -59,69 +60,73 @@ std::vector<ir::Argument> prepack_args(const ir::Node& func, ir::Node* quantized
   return args;
 }
 
-bool is_quantize_weight(const ir::Node& node) {
-  return is_call(node, ir::Opcode::kCallFunction, "torch.quantize_per_tensor") ||
-         is_call(node, ir::Opcode::kCallFunction, "torch.quantize_per_channel");
-}
+const char* const kStaticFunction = "a functional lowered statically";
+const char* const kDynamicFunction = "a functional lowered dynamically";
+const char* const kBinaryOp = "a binary op";
 
-void lower_static_functional(Lowering& l, ir::Node* node) {
-  auto accept = [](const ir::Node& n) { return find_function(static_function_lowerings(), n) != nullptr; };
-  std::optional<StaticMatch> m = match_static(l, node, accept, {0, 1});
-  if (!m) return;
-  ir::Node* func = m->ref;
+/// F.linear / conv between dequantize and quantize becomes its quantized op
+/// (with relu when one followed) on the prepacked quantized weight, with the
+/// quantize node's scale and zero point.
+Decline lower_static_functional(Lowering& l, const RuleMatch& m) {
+  ir::Node* func = m.anchor_node();
+  if (node_has_none_qconfig(*func)) return "its qconfig is None";
+  ir::Node* q = m.output();
+  ir::Node* relu = q->args()[0].to_node() != func ? q->args()[0].to_node() : nullptr;
   ir::Node* input_dq = func->args()[0].to_node();
-  ir::Node* weight_dq = func->args()[1].to_node();
-  ir::Node* weight = weight_dq->args()[0].is_node() ? weight_dq->args()[0].to_node() : nullptr;
-  if (weight == nullptr || !is_quantize_weight(*weight)) {
-    l.refusals[func] = "its weight is not quantized by quantize_per_tensor/quantize_per_channel";
-    return;
-  }
+  ir::Node* weight = func->args()[1].to_node()->args()[0].to_node();
   const FunctionLowering* row = find_function(static_function_lowerings(), *func);
-  ir::Node* scale = m->q->args()[1].to_node();
-  ir::Node* zero_point = m->q->args()[2].to_node();
+  ir::Node* scale = q->args()[1].to_node();
+  ir::Node* zero_point = q->args()[2].to_node();
   ir::Node* packed = nullptr;
   {
     auto guard = l.gm.graph().inserting_before(scale);
     packed = l.gm.graph().call_function(prepack_op(row->function, weight->args().back().to_dtype()),
                                         prepack_args(*func, weight));
   }
-  func->set_target(m->relu != nullptr ? row->relu_op : row->op);
+  func->set_target(relu != nullptr ? row->relu_op : row->op);
   func->set_args({input_dq->args()[0], packed, scale, zero_point});
-  m->q->replace_all_uses_with(func);
+  q->replace_all_uses_with(func);
   zero_point->append(func);
-  l.gm.graph().erase_node(m->q);
-  if (m->relu != nullptr) l.gm.graph().erase_node(m->relu);
-  l.changed = true;
+  l.erase(q);
+  if (relu != nullptr) l.erase(relu);
+  return "";
 }
 
-/// quantize_per_tensor_dynamic - dequantize - F.linear (- F.relu).
-void lower_dynamic_functional(Lowering& l, ir::Node* node) {
-  ir::Node* func = node;
-  ir::Node* relu = nullptr;
-  auto relu_module = l.module(node);
-  if (is_call(*node, ir::Opcode::kCallFunction, "torch.nn.functional.relu") ||
-      (relu_module && ir::module_type_name(*relu_module) == "torch.nn.ReLU")) {
-    relu = node;
-    if (relu->args().empty() || !relu->args()[0].is_node()) return;
-    func = relu->args()[0].to_node();
-  }
-  if (node_has_none_qconfig(*func) || find_function(dynamic_function_lowerings(), *func) == nullptr) return;
-  if (func->args().size() < 2 || !is_dequantize(func->args()[0]) || !is_dequantize(func->args()[1])) return;
+const std::vector<RewriteRule<Lowering>>& static_functional_rules() {
+  static const std::vector<RewriteRule<Lowering>> rules = [] {
+    using namespace terms;
+    Term func = function_in(kStaticFunction, static_function_lowerings())
+                    .of({dequantize(), dequantize(quantize_weight())})
+                    .and_more();
+    return std::vector<RewriteRule<Lowering>>{
+        // dq, dq(q weight) -> F.linear/conv -> relu -> q  =>  quantized.linear_relu / conv2d_relu, prepacked weight
+        {"static functional + relu", quantize(relu(func)), kStaticFunction, lower_static_functional},
+        // dq, dq(q weight) -> F.linear/conv -> q  =>  quantized.linear / conv2d, prepacked weight
+        {"static functional", quantize(func), kStaticFunction, lower_static_functional},
+    };
+  }();
+  return rules;
+}
+
+/// quantize_per_tensor_dynamic - dequantize - F.linear (- relu) becomes
+/// linear_dynamic (linear_relu_dynamic, or the fp16 ops) on the prepacked weight.
+Decline lower_dynamic_functional(Lowering& l, const RuleMatch& m) {
+  ir::Node* func = m.anchor_node();
+  if (node_has_none_qconfig(*func)) return "its qconfig is None";
+  ir::Node* relu = m.output() != func ? m.output() : nullptr;
   ir::Node* input_q = func->args()[0].to_node()->args()[0].to_node();
-  if (!is_call(*input_q, ir::Opcode::kCallFunction, "torch.quantize_per_tensor_dynamic")) return;
   c10::ScalarType compute = input_q->args().at(1).to_dtype();
   bool is_fp16 = compute == c10::kHalf, is_int8 = compute == c10::kQUInt8 || compute == c10::kQInt8;
-  if (!is_int8 && !is_fp16) return;
+  if (!is_int8 && !is_fp16) return std::string("its input is quantized dynamically to ") + c10::toString(compute);
   ir::Node* weight = func->args()[1].to_node()->args()[0].to_node();
   c10::ScalarType weight_dtype = weight->args().back().to_dtype();
   const FunctionLowering* row = nullptr;
   for (const FunctionLowering& r : dynamic_function_lowerings()) {
     if (r.function == function_name(*func) && r.activation == compute && r.weight == weight_dtype) row = &r;
   }
-  if (row == nullptr || std::string(row->relu_op).empty()) {
-    l.refusals[func] = row == nullptr ? "no dynamic quantized op for these dtypes"
-                                      : "no dynamic quantized op with relu for " + function_name(*func);
-    return;
+  if (row == nullptr) return l.refuse(*func, "no dynamic quantized op for these dtypes");
+  if (std::string(row->relu_op).empty()) {
+    return l.refuse(*func, "no dynamic quantized op with relu for " + function_name(*func));
   }
   ir::Node* packed = nullptr;
   {
@@ -136,22 +141,39 @@ void lower_dynamic_functional(Lowering& l, ir::Node* node) {
   }
   if (relu != nullptr) {
     relu->replace_all_uses_with(func);
-    l.gm.graph().erase_node(relu);
+    l.erase(relu);
   }
-  l.changed = true;
+  return "";
 }
 
-void lower_binary_op(Lowering& l, ir::Node* node) {
-  auto accept = [](const ir::Node& n) { return find_function(binary_op_lowerings(), n) != nullptr; };
-  std::optional<StaticMatch> m = match_static(l, node, accept, {0, 1});
-  if (!m) return;
-  ir::Node* op = m->ref;
+const std::vector<RewriteRule<Lowering>>& dynamic_functional_rules() {
+  static const std::vector<RewriteRule<Lowering>> rules = [] {
+    using namespace terms;
+    Term func = function_in(kDynamicFunction, dynamic_function_lowerings())
+                    .of({dequantize(quantize_dynamic()), dequantize(quantize_weight())})
+                    .and_more();
+    return std::vector<RewriteRule<Lowering>>{
+        // q_dynamic -> dq, dq(q weight) -> F.linear -> relu  =>  quantized.linear_relu_dynamic
+        {"dynamic functional + relu", dynamic_relu(func), kDynamicFunction, lower_dynamic_functional},
+        // q_dynamic -> dq, dq(q weight) -> F.linear  =>  quantized.linear_dynamic
+        {"dynamic functional", func, kDynamicFunction, lower_dynamic_functional},
+    };
+  }();
+  return rules;
+}
+
+/// add / mul (/ matmul) between dequantize and quantize becomes its
+/// quantized op (with relu when one followed) on the quantized operands.
+Decline lower_binary_op(Lowering& l, const RuleMatch& m) {
+  ir::Node* op = m.anchor_node();
+  if (node_has_none_qconfig(*op)) return "its qconfig is None";
+  ir::Node* q = m.output();
+  ir::Node* relu = q->args()[0].to_node() != op ? q->args()[0].to_node() : nullptr;
+  std::vector<ir::Argument> operands(op->args().begin(), op->args().begin() + 2);
+  if (!is_dequantize(operands[0]) && !is_dequantize(operands[1])) return "neither operand is dequantized";
   const FunctionLowering* row = find_function(binary_op_lowerings(), *op);
-  std::string qop = m->relu != nullptr ? row->relu_op : row->op;
-  if (qop.empty()) {
-    l.refusals[op] = "no quantized " + function_name(*op) + " with relu";
-    return;
-  }
+  std::string qop = relu != nullptr ? row->relu_op : row->op;
+  if (qop.empty()) return l.refuse(*op, "no quantized " + function_name(*op) + " with relu");
   size_t dequantized = 0;
   for (const ir::Argument& arg : std::vector<ir::Argument>(op->args())) {
     if (!is_dequantize(arg)) continue;
@@ -159,18 +181,34 @@ void lower_binary_op(Lowering& l, ir::Node* node) {
     ++dequantized;
   }
   std::vector<ir::Argument> args = op->args();
-  if (dequantized == 2) args.insert(args.end(), {m->q->args()[1], m->q->args()[2]});
+  if (dequantized == 2) args.insert(args.end(), {q->args()[1], q->args()[2]});
   ir::Node* lowered = nullptr;
   {
-    auto guard = l.gm.graph().inserting_after(m->q);
+    auto guard = l.gm.graph().inserting_after(q);
     lowered = l.gm.graph().call_function(qop, args);
     lowered->meta() = op->meta();
   }
-  m->q->replace_all_uses_with(lowered);
-  l.gm.graph().erase_node(m->q);
-  if (m->relu != nullptr) l.gm.graph().erase_node(m->relu);
-  l.gm.graph().erase_node(op);
-  l.changed = true;
+  q->replace_all_uses_with(lowered);
+  l.erase(q);
+  if (relu != nullptr) l.erase(relu);
+  l.erase(op);
+  return "";
+}
+
+const std::vector<RewriteRule<Lowering>>& binary_op_rules() {
+  static const std::vector<RewriteRule<Lowering>> rules = [] {
+    using namespace terms;
+    Term op = function_in(kBinaryOp, binary_op_lowerings())
+                  .of({dequantized_or_constant(), dequantized_or_constant()})
+                  .and_more();
+    return std::vector<RewriteRule<Lowering>>{
+        // dq, dq -> add/mul -> relu -> q  =>  quantized.add_relu / mul_relu
+        {"binary op + relu", quantize(relu(op)), kBinaryOp, lower_binary_op},
+        // dq, dq -> add/mul/matmul -> q  =>  quantized.add / mul / matmul (scalar operands: add_scalar, ...)
+        {"binary op", quantize(op), kBinaryOp, lower_binary_op},
+    };
+  }();
+  return rules;
 }
 
 bool is_prepack(const ir::Node& node) {
@@ -213,18 +251,12 @@ c10::IValue evaluate(const Lowering& l, ir::Node* prepack, const std::unordered_
 
 }  // namespace
 
-void lower_static_functionals(Lowering& l) {
-  for (ir::Node* node : l.gm.graph().node_list()) lower_static_functional(l, node);
-}
+void lower_static_functionals(Lowering& l) { l.run_rules(static_functional_rules(), l, {}); }
 
-void lower_dynamic_functionals(Lowering& l) {
-  std::vector<ir::Node*> nodes = l.gm.graph().node_list();
-  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) lower_dynamic_functional(l, *it);
-}
+// From the output backwards, as PyTorch: a relu claims its linear first.
+void lower_dynamic_functionals(Lowering& l) { l.run_rules(dynamic_functional_rules(), l, {Walk::kBackward}); }
 
-void lower_binary_ops(Lowering& l) {
-  for (ir::Node* node : l.gm.graph().node_list()) lower_binary_op(l, node);
-}
+void lower_binary_ops(Lowering& l) { l.run_rules(binary_op_rules(), l, {}); }
 
 void fold_weights(Lowering& l) {
   AttrNamer namer(l.gm);

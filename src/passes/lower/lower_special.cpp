@@ -8,6 +8,7 @@
 #include "lowering.h"
 
 #include "lower_tables.h"
+#include "lower_terms.h"
 
 #include <algorithm>
 
@@ -69,13 +70,10 @@ void replace_with_quantized_op(Lowering& l, ir::Node* ref, const ir::Argument& s
   ir::Node* qop = l.gm.graph().call_function(row->op, args, kwargs);
   qop->meta() = ref->meta();
   ref->replace_all_uses_with(qop);
-  l.gm.graph().erase_node(ref);
+  l.erase(ref);
 }
 
-bool is_to_float16(const ir::Node& node) {
-  return is_call(node, ir::Opcode::kCallMethod, "to") && node.args().size() == 2 &&
-         node.args()[1].kind() == ir::Argument::Kind::kDtype && node.args()[1].to_dtype() == c10::kHalf;
-}
+const char* const kSpecialOp = "an op on quantized tensors";
 
 /// Swaps a special module for its quantized form; false if it cannot be built.
 bool swap_special_module(Lowering& l, ir::Node& ref, const ir::Node& q) {
@@ -87,50 +85,61 @@ bool swap_special_module(Lowering& l, ir::Node& ref, const ir::Node& q) {
   return true;
 }
 
-void lower_special_pattern(Lowering& l, ir::Node* q) {
+/// The op reads the quantized values its dequantize nodes read, and its
+/// output replaces the quantize node's; a default op becomes its quantized op.
+Decline lower_special_pattern(Lowering& l, const RuleMatch& m) {
+  ir::Node* q = m.output();
+  ir::Node* ref = m.anchor_node();
   bool is_quantize = is_call(*q, ir::Opcode::kCallFunction, "torch.quantize_per_tensor");
-  bool to_fp16 = is_to_float16(*q);
-  if (!is_quantize && !to_fp16) return;
-  if (q->args().empty() || !q->args()[0].is_node()) return;
-  ir::Node* ref = q->args()[0].to_node();
-  if (to_fp16 && (find_in(fixed_qparams_nodes(), *ref, l.gm).any() || find_in(default_nodes(), *ref, l.gm).any())) {
-    return;
+  if (!is_quantize &&
+      (find_in(fixed_qparams_nodes(), *ref, l.gm).any() || find_in(default_nodes(), *ref, l.gm).any())) {
+    return "fixed-qparams and default ops stay float16 reference";
   }
-  ListHit special = find_special_pattern(*ref, l.gm);
-  if (!special.any()) return;
-  std::vector<ir::Node*> dqs = dequantized_inputs(*ref);
-  if (dqs.empty()) return;
-  if (special.module && is_quantize && !swap_special_module(l, *ref, *q)) return;
-  for (ir::Node* dq : dqs) ref->replace_input_with(dq, dq->args()[0].to_node());
+  if (find_special_pattern(*ref, l.gm).module && is_quantize && !swap_special_module(l, *ref, *q)) {
+    return l.refusals.at(ref);
+  }
+  for (ir::Node* dq : dequantized_inputs(*ref)) ref->replace_input_with(dq, dq->args()[0].to_node());
   std::vector<ir::Argument> qparams(q->args().begin() + 1, q->args().end());
   q->replace_all_uses_with(ref);
-  l.gm.graph().erase_node(q);
-  l.changed = true;
+  l.erase(q);
   if (find_in(default_nodes(), *ref, l.gm).function) {
     replace_with_quantized_op(l, ref, qparams.at(0), qparams.at(1));
-    return;
+    return "";
   }
   for (const ir::Argument& a : qparams) {
-    if (a.is_node() && a.to_node()->users().empty()) l.gm.graph().erase_node(a.to_node());
+    if (a.is_node() && a.to_node()->users().empty()) l.erase(a.to_node());
   }
+  return "";
+}
+
+/// getattr(x, "shape") reads the quantized tensor.
+Decline lower_shape(Lowering&, const RuleMatch& m) {
+  ir::Node* node = m.output();
+  node->set_arg(0, node->args()[0].to_node()->args()[0]);
+  return "";
 }
 
 }  // namespace
 
 void lower_special_patterns(Lowering& l) {
-  for (ir::Node* node : l.gm.graph().node_list()) lower_special_pattern(l, node);
+  using namespace terms;
+  static const std::vector<RewriteRule<Lowering>> rules = {
+      // dq -> pooling / relu / reshape / cat / BatchNorm / hardswish ... -> q  =>  the op (or its quantized
+      // module or op) on the quantized values
+      {"special pattern", quantize_or_to_float16().of({special_op().of({dequantized_inputs()}).and_more()}), kSpecialOp,
+       lower_special_pattern},
+  };
+  l.run_rules(rules, l, {});
 }
 
 void lower_getattr_metadata(Lowering& l) {
-  for (ir::Node* node : l.gm.graph().node_list()) {
-    if (!is_call(*node, ir::Opcode::kCallFunction, "getattr") || node->args().size() < 2) continue;
-    const ir::Argument& attr = node->args()[1];
-    if (attr.kind() != ir::Argument::Kind::kString || attr.to_string() != "shape" || !is_dequantize(node->args()[0])) {
-      continue;
-    }
-    node->set_arg(0, node->args()[0].to_node()->args()[0]);
-    l.changed = true;
-  }
+  using namespace terms;
+  static const std::vector<RewriteRule<Lowering>> rules = {
+      // getattr(dq(x), "shape")  =>  getattr(x, "shape")
+      {"tensor metadata", Term::function("getattr").of({dequantize(), shape_name()}).and_more(), "getattr",
+       lower_shape},
+  };
+  l.run_rules(rules, l, {});
 }
 
 }  // namespace qfx::passes::detail

@@ -7,12 +7,14 @@
 #include "qfx/passes/pass_jobs.h"
 #include "qfx/passes/prepare_state.h"
 #include "passes/qdq_edits.h"
+#include "passes/rewrite_rules.h"
 
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace qfx::passes::detail {
@@ -52,6 +54,27 @@ struct Lowering {
   /// the GraphModule retires.
   void swap_in(const std::string& target, std::shared_ptr<torch::nn::Module> quantized);
 
+  /// Erases `node`, remembering it for the rest of the step (a match whose
+  /// output an earlier rewrite erased is skipped).
+  void erase(ir::Node* node);
+  bool is_erased(const ir::Node* node) const { return erased_.count(node) > 0; }
+  /// Records why `node` stays as it is (for explain_leftovers) and returns it.
+  Decline refuse(const ir::Node& node, std::string why);
+
+  /// One step: collects the matches of `rules`, calls `before_rewrites`
+  /// (e.g. to start building their modules), rewrites each (re-checked
+  /// first unless `options.recheck` is off), explains.
+  template <class Context>
+  void run_rules(const std::vector<RewriteRule<Context>>& rules, Context& context, RuleRunOptions options,
+                 const std::function<void(const RuleRun&)>& before_rewrites = {}) {
+    options.explain = this->options.explain != nullptr;
+    RuleRun run(patterns_of(rules), gm, options);
+    if (before_rewrites) before_rewrites(run);
+    erased_.clear();
+    changed |= apply_rules(run, rules, context, [this](const ir::Node* n) { return is_erased(n); });
+    if (this->options.explain != nullptr) run.explain("lowered", *this->options.explain);
+  }
+
  private:
   /// What building a module gave: the module, or why not.
   struct Built {
@@ -64,28 +87,16 @@ struct Lowering {
   std::vector<std::shared_ptr<torch::nn::Module>> sources_;  // builds_[i]'s reference module
   std::unordered_map<const ir::Node*, size_t> prebuilt_index_;
   std::unique_ptr<JobResults<Built>> prebuilt_;  // builds_[i]'s; after what it reads
+  std::unordered_set<const ir::Node*> erased_;
 };
-
-/// dequantize - op - quantize_per_tensor (op possibly followed by a relu).
-struct StaticMatch {
-  ir::Node* q = nullptr;
-  ir::Node* relu = nullptr;
-  ir::Node* ref = nullptr;
-};
-
-/// PyTorch's _match_static_pattern: `node` is the quantize node; the op
-/// must pass `accept`, not have a None qconfig, and have dequantize nodes
-/// (and no other nodes) at `dequantize_indexes`, at least one.
-std::optional<StaticMatch> match_static(const Lowering& l, ir::Node* node,
-                                        const std::function<bool(const ir::Node&)>& accept,
-                                        const std::vector<size_t>& dequantize_indexes);
 
 bool is_call(const ir::Node& node, ir::Opcode op, const char* target);
 /// The scale and zero point a quantize node's get_attr arguments hold.
 nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q);
 
 // The steps, in _lower_to_native_backend's order, each named after the
-// PyTorch 1.13 function it mirrors (fx/_lower_to_native_backend.py).
+// PyTorch 1.13 function it mirrors (fx/_lower_to_native_backend.py); each
+// but fold_weights is a rule table (rewrite_rules.h).
 
 /// _lower_static_weighted_ref_module: dq -> ref module -> q  =>  quantized module.
 void lower_static_weighted_modules(Lowering& l);

@@ -1,4 +1,4 @@
-// The lowering context and the pattern helpers its steps share.
+// The lowering context: modules built ahead, swapped in, nodes erased, refusals.
 
 #include "lowering.h"
 
@@ -18,6 +18,16 @@ std::shared_ptr<torch::nn::Module> Lowering::module(const ir::Node* node) const 
 void Lowering::swap_in(const std::string& target, std::shared_ptr<torch::nn::Module> quantized) {
   gm.retire(gm.get_submodule(target));
   gm.add_submodule(target, std::move(quantized));
+}
+
+void Lowering::erase(ir::Node* node) {
+  erased_.insert(node);
+  gm.graph().erase_node(node);
+}
+
+Decline Lowering::refuse(const ir::Node& node, std::string why) {
+  refusals[&node] = why;
+  return why;
 }
 
 namespace {
@@ -80,47 +90,6 @@ nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q) {
   at::Tensor scale = l.gm.get_attr(q.args().at(1).to_node()->target()).toTensor();
   at::Tensor zero_point = l.gm.get_attr(q.args().at(2).to_node()->target()).toTensor();
   return {scale.item<double>(), zero_point.item<int64_t>()};
-}
-
-namespace {
-
-bool is_relu(const Lowering& l, const ir::Node& node) {
-  if (node.op() == ir::Opcode::kCallFunction) {
-    std::string f = function_name(node);
-    return f == "torch.nn.functional.relu" || f == "torch.relu";
-  }
-  auto m = l.module(&node);
-  return m != nullptr && ir::module_type_name(*m) == "torch.nn.ReLU";
-}
-
-}  // namespace
-
-std::optional<StaticMatch> match_static(const Lowering& l, ir::Node* node,
-                                        const std::function<bool(const ir::Node&)>& accept,
-                                        const std::vector<size_t>& dequantize_indexes) {
-  if (!is_call(*node, ir::Opcode::kCallFunction, "torch.quantize_per_tensor")) return std::nullopt;
-  StaticMatch m;
-  m.q = node;
-  if (node->args().empty() || !node->args()[0].is_node()) return std::nullopt;
-  m.ref = node->args()[0].to_node();
-  if (is_relu(l, *m.ref)) {
-    m.relu = m.ref;
-    if (m.relu->args().empty() || !m.relu->args()[0].is_node()) return std::nullopt;
-    m.ref = m.relu->args()[0].to_node();
-  }
-  if (node_has_none_qconfig(*m.ref) || !accept(*m.ref)) return std::nullopt;
-  bool dequantized = false;
-  for (size_t i : dequantize_indexes) {
-    if (i >= m.ref->args().size()) return std::nullopt;
-    const ir::Argument& arg = m.ref->args()[i];
-    if (is_dequantize(arg)) {
-      dequantized = true;
-    } else if (arg.is_node()) {
-      return std::nullopt;
-    }
-  }
-  if (!dequantized) return std::nullopt;
-  return m;
 }
 
 }  // namespace qfx::passes::detail

@@ -1,11 +1,11 @@
-// fuse: PyTorch's fuse_fx. Finds the BackendConfig's fusion patterns (configs
-// with a fuser method or a fused module), longest first, walking the graph
-// from its output; a node belongs to the first match that claims it. Then,
-// per match, builds the fused module from the matched modules as they were
-// before any fusion (the built-in fuser methods as jobs, pass_jobs.h) and puts it
-// at the root node's module path; the root node moves to where the
-// pattern's output was, takes the extra inputs, and the other matched nodes
-// go away.
+// fuse: PyTorch's fuse_fx, a rule table (rewrite_rules.h) whose rules are
+// the BackendConfig's fusion patterns (configs with a fuser method or a
+// fused module), longest first, matched walking the graph from its output;
+// a node belongs to the first match that claims it. Then, per match, builds
+// the fused module from the matched modules as they were before any fusion
+// (the built-in fuser methods as jobs, pass_jobs.h) and puts it at the root
+// node's module path; the root node moves to where the pattern's output
+// was, takes the extra inputs, and the other matched nodes go away.
 //
 //   conv -> bn -> relu          =>   conv (ConvBnReLU2d, or Conv2d with bn folded)
 //   add(conv(x), y) -> relu     =>   conv(x, y)  (ConvAddReLU2d, onednn)
@@ -14,67 +14,34 @@
 #include "qfx/ir/graph_module.h"
 #include "qfx/passes/pass.h"
 #include "passes/config_matches.h"
+#include "passes/rewrite_rules.h"
 #include "qfx/passes/pass_jobs.h"
 #include "qfx/pattern/matcher.h"
 
-#include <ostream>
-
 #include <torch/nn/modules/activation.h>
-
-#include <unordered_set>
 
 namespace qfx::passes {
 namespace {
 
-struct FusionMatch {
-  const backend::BackendPatternConfig* config;
-  pattern::PatternMatch match;
-};
-
-/// For --explain: why each fusion pattern whose output op `node` runs did
-/// not match there.
-void explain_declined(const std::vector<const backend::BackendPatternConfig*>& configs, ir::Node& node,
-                      const ir::GraphModule& gm, std::ostream& explain) {
-  const std::string op_name = pattern::op_name_of(node, gm);
-  for (const backend::BackendPatternConfig* config : configs) {
-    const pattern::Pattern& candidate = config->pattern();
-    if (candidate.empty() || !pattern::op_matches_named(candidate.root().op, node, op_name)) continue;
-    explain << "%" << node.name() << " not fused as " << candidate.str() << ": "
-            << pattern::why_no_match(candidate, node, gm) << "\n";
-  }
-}
-
-/// Matches, collected from the graph's output backwards before anything changes.
-std::vector<FusionMatch> find_fusions(ir::GraphModule& gm, const backend::BackendConfig& backend,
-                                      std::ostream* explain) {
-  std::vector<const backend::BackendPatternConfig*> configs =
-      detail::configs_in_match_order(backend, [](const backend::BackendPatternConfig& config) {
-        return !config.fuser_method().empty() || !config.fused_module().empty();
-      });
-  std::unordered_set<const ir::Node*> claimed;
-  std::vector<FusionMatch> found;
-  std::vector<ir::Node*> nodes = gm.graph().node_list();
-  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-    if (claimed.count(*it) > 0) continue;
-    if (auto match = detail::first_match(configs, **it, gm)) {
-      for (ir::Node* node : match->second.op_nodes()) claimed.insert(node);
-      found.push_back({match->first, std::move(match->second)});
-    } else if (explain != nullptr) {
-      explain_declined(configs, **it, gm, *explain);
-    }
-  }
-  return found;
-}
+using detail::apply_rules;
+using detail::Decline;
+using detail::patterns_of;
+using detail::RewriteRule;
+using detail::RuleMatch;
+using detail::RuleRun;
+using detail::RuleRunOptions;
+using detail::Walk;
 
 /// What the fuser gets for each matched element: the module of a
 /// call_module node, a fresh ReLU for `torch.nn.functional.relu` (as
 /// PyTorch), else the op's name.
-std::vector<backend::FuserPart> fuser_parts(const FusionMatch& fusion, const ir::GraphModule& gm, bool training) {
+std::vector<backend::FuserPart> fuser_parts(const pattern::PatternMatch& match, const ir::GraphModule& gm,
+                                            bool training) {
   std::vector<backend::FuserPart> parts;
-  const auto& elements = fusion.match.pattern->elements();
+  const auto& elements = match.pattern->elements();
   for (size_t i = 0; i < elements.size(); ++i) {
     backend::FuserPart part{nullptr, elements[i].op.name};
-    ir::Node* node = fusion.match.node(i);
+    ir::Node* node = match.node(i);
     if (elements[i].op.kind == pattern::OpKind::kModule) {
       part.module = gm.get_submodule(node->target());
     } else if (elements[i].op.name == "torch.nn.functional.relu") {
@@ -94,79 +61,94 @@ struct FusionInput {
   std::vector<backend::FuserPart> parts;
 };
 
-FusionInput fusion_input(const FusionMatch& fusion, const ir::GraphModule& gm) {
+FusionInput fusion_input(const backend::BackendPatternConfig& config, const pattern::PatternMatch& match,
+                         const ir::GraphModule& gm) {
   FusionInput input;
-  ir::Node* root = backend::root_node_of(*fusion.config, fusion.match);
+  ir::Node* root = backend::root_node_of(config, match);
   if (root == nullptr || root->op() != ir::Opcode::kCallModule) return input;
   input.root = root;
-  input.parts = fuser_parts(fusion, gm, gm.get_submodule(root->target())->is_training());
+  input.parts = fuser_parts(match, gm, gm.get_submodule(root->target())->is_training());
   return input;
 }
 
-/// The fusions whose fuser method may run beside the rewrite, in order
+/// The fuse step's context: the config of each rule, the input of each
+/// match (read before any fusion), and the fused modules built as jobs
 /// (conv-bn folding is most of fuse's time on large graphs).
-std::vector<size_t> concurrent_fusions(const std::vector<FusionMatch>& fusions,
-                                       const std::vector<FusionInput>& inputs) {
-  const backend::BackendRegistry& registry = backend::BackendRegistry::instance();
-  std::vector<size_t> concurrent;
-  for (size_t i = 0; i < fusions.size(); ++i) {
-    const std::string& method = fusions[i].config->fuser_method();
-    if (inputs[i].root != nullptr && !method.empty() && registry.fuser_method_is_concurrent(method)) {
-      concurrent.push_back(i);
-    }
+struct Fusing {
+  ir::GraphModule& gm;
+  bool is_qat;
+  std::vector<const backend::BackendPatternConfig*> configs;
+  std::vector<FusionInput> inputs;
+  std::vector<size_t> jobs;  // the matches whose fuser method may run beside the rewrite, in order
+  std::unique_ptr<JobResults<std::shared_ptr<torch::nn::Module>>> built;
+  size_t next_job = 0;
+
+  /// The fused module of `m`, from its parts.
+  std::shared_ptr<torch::nn::Module> fused_module(const RuleMatch& m) const {
+    const FusionInput& input = inputs[m.index];
+    TORCH_CHECK(input.root != nullptr, "fuse: pattern ", configs[m.rule]->pattern().str(), " matched at %",
+                m.output()->name(), " has no module to fuse into (its root node must be a call_module node)");
+    return backend::fuser_of(*configs[m.rule])(is_qat, input.parts);
   }
-  return concurrent;
-}
+};
 
-/// The fused module of `fusion`, from its parts.
-std::shared_ptr<torch::nn::Module> fused_module(const FusionMatch& fusion, const FusionInput& input, bool is_qat) {
-  TORCH_CHECK(input.root != nullptr, "fuse: pattern ", fusion.config->pattern().str(), " matched at %",
-              fusion.match.node(fusion.match.values.size() - 1)->name(),
-              " has no module to fuse into (its root node must be a call_module node)");
-  return backend::fuser_of(*fusion.config)(is_qat, input.parts);
-}
-
-void apply_fusion(const FusionMatch& fusion, const FusionInput& input, std::shared_ptr<torch::nn::Module> fused,
-                  ir::GraphModule& gm) {
-  const backend::BackendPatternConfig& config = *fusion.config;
-  ir::Node* output = fusion.match.node(fusion.match.values.size() - 1);
-  ir::Node* root = input.root;
-  gm.add_submodule(root->target(), std::move(fused));
+Decline apply_fusion(Fusing& f, const RuleMatch& m) {
+  bool is_job = f.next_job < f.jobs.size() && f.jobs[f.next_job] == m.index;
+  std::shared_ptr<torch::nn::Module> fused = is_job ? f.built->take(f.next_job++) : f.fused_module(m);
+  ir::Node* output = m.output();
+  ir::Node* root = f.inputs[m.index].root;
+  f.gm.add_submodule(root->target(), std::move(fused));
 
   std::vector<ir::Argument> args = root->args();
-  for (ir::Argument& extra : backend::extra_inputs_of(config, fusion.match)) args.push_back(std::move(extra));
+  for (ir::Argument& extra : backend::extra_inputs_of(*f.configs[m.rule], m.match)) args.push_back(std::move(extra));
   if (root != output) {
     output->prepend(root);
     output->replace_all_uses_with(root);
   }
   root->set_args(std::move(args));
-  std::vector<ir::Node*> nodes = fusion.match.op_nodes();
+  std::vector<ir::Node*> nodes = m.match.op_nodes();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-    if (*it != root) gm.graph().erase_node(*it);
+    if (*it != root) f.gm.graph().erase_node(*it);
   }
+  return "";
+}
+
+/// One rule per fusion config, in matching order.
+std::vector<RewriteRule<Fusing>> fusion_rules(const std::vector<const backend::BackendPatternConfig*>& configs) {
+  std::vector<RewriteRule<Fusing>> rules;
+  for (const auto* config : configs) rules.emplace_back(config->pattern().str(), config->pattern(), apply_fusion);
+  return rules;
 }
 
 }  // namespace
 
 bool fuse(ir::GraphModule& gm, const PassOptions& options) {
-  std::vector<FusionMatch> fusions = find_fusions(gm, options.backend(), options.explain);
-  std::vector<FusionInput> inputs;
-  for (const FusionMatch& fusion : fusions) inputs.push_back(fusion_input(fusion, gm));
-  std::vector<size_t> jobs = concurrent_fusions(fusions, inputs);  // the others are built as the rewrite reaches them
-  JobResults<std::shared_ptr<torch::nn::Module>> built(options.jobs, jobs.size(), [&](size_t k) {
-    return fused_module(fusions[jobs[k]], inputs[jobs[k]], options.is_qat);
-  });
-  for (size_t i = 0, k = 0; i < fusions.size(); ++i) {
-    bool is_job = k < jobs.size() && jobs[k] == i;
-    apply_fusion(fusions[i], inputs[i], is_job ? built.take(k++) : fused_module(fusions[i], inputs[i], options.is_qat),
-                 gm);
+  Fusing f{gm, options.is_qat, detail::configs_in_match_order(options.backend(), [](const auto& config) {
+             return !config.fuser_method().empty() || !config.fused_module().empty();
+           })};
+  std::vector<RewriteRule<Fusing>> rules = fusion_rules(f.configs);
+  RuleRunOptions run_options{Walk::kBackward, /*claim=*/true, /*recheck=*/false, options.explain != nullptr};
+  RuleRun run(patterns_of(rules), gm, run_options);
+  const backend::BackendRegistry& registry = backend::BackendRegistry::instance();
+  for (const RuleMatch& m : run.matches()) {
+    f.inputs.push_back(fusion_input(*f.configs[m.rule], m.match, gm));
+    const std::string& method = f.configs[m.rule]->fuser_method();
+    if (f.inputs.back().root != nullptr && !method.empty() && registry.fuser_method_is_concurrent(method)) {
+      f.jobs.push_back(m.index);
+    }
   }
+  f.built = std::make_unique<JobResults<std::shared_ptr<torch::nn::Module>>>(
+      options.jobs, f.jobs.size(), [&f, &run](size_t k) {
+        return f.fused_module(run.matches()[f.jobs[k]]);
+      });  // the others are built as the rewrite reaches them
+  apply_rules(run, rules, f);
+  if (options.explain != nullptr) run.explain("fused", *options.explain);
   // As PyTorch's fuse returns a new GraphModule: a fresh namespace (names of
   // removed nodes are free again), the module tree rebuilt from the graph.
   gm.set_graph(gm.graph().clone());
   gm.rebuild_module_tree();
   gm.set_class_name("GraphModule");
-  return !fusions.empty();
+  return !run.matches().empty();
 }
 
 }  // namespace qfx::passes

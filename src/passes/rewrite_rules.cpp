@@ -1,0 +1,95 @@
+// RuleRun: collecting a rule table's matches, and the notes --explain prints.
+
+#include "rewrite_rules.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace qfx::passes::detail {
+
+RulePattern::RulePattern(std::string rule_name, const pattern::Term& term, const std::string& anchor_name)
+    : name(std::move(rule_name)), pattern(pattern::Pattern::from_term(term)) {
+  const auto& elements = pattern.elements();
+  size_t i = 0;
+  while (i < elements.size() && elements[i].op.name != anchor_name) ++i;
+  TORCH_CHECK(i < elements.size(), "rule ", name, ": no element ", anchor_name, " in ", pattern.str());
+  anchor = i;
+}
+
+RulePattern::RulePattern(std::string rule_name, pattern::Pattern config_pattern)
+    : name(std::move(rule_name)), pattern(std::move(config_pattern)), anchor(pattern.elements().size() - 1) {}
+
+namespace {
+
+/// True when `element`, the output of a pattern, may match at `node`, whose
+/// op_name_of is `op_name` (a quick test before match_at).
+bool output_may_match(const pattern::Pattern& p, ir::Node& node, const std::string& op_name,
+                      const ir::GraphModule& gm) {
+  const pattern::PatternOp& op = p.root().op;
+  if (op.kind == pattern::OpKind::kClass)
+    return pattern::element_accepts(p, p.elements().size() - 1, ir::Argument(&node), gm);
+  return pattern::op_matches_named(op, node, op_name);
+}
+
+}  // namespace
+
+RuleRun::RuleRun(std::vector<const RulePattern*> rules, ir::GraphModule& gm, RuleRunOptions options)
+    : rules_(std::move(rules)), gm_(gm), options_(options), anchored_(rules_.size()) {
+  std::vector<ir::Node*> nodes = gm.graph().node_list();
+  if (options.walk == Walk::kBackward) std::reverse(nodes.begin(), nodes.end());
+  for (ir::Node* node : nodes) {
+    if (claimed_.count(node) > 0) continue;
+    const std::string op_name = pattern::op_name_of(*node, gm);
+    bool found = false;
+    for (size_t r = 0; r < rules_.size() && !found; ++r) {
+      const pattern::Pattern& p = rules_[r]->pattern;
+      if (!output_may_match(p, *node, op_name, gm)) continue;
+      std::optional<pattern::PatternMatch> match = pattern::match_at(p, *node, gm);
+      if (!match) continue;
+      found = true;
+      RuleMatch m{r, matches_.size(), rules_[r]->anchor, std::move(*match)};
+      if (options.claim) {
+        for (ir::Node* n : m.match.op_nodes()) claimed_.insert(n);
+      }
+      anchored_[r].insert(m.anchor_node());
+      matches_.push_back(std::move(m));
+    }
+    if (options.explain && options.claim && !found) note_misses(*node, op_name);
+  }
+  if (options.explain && !options.claim) {
+    for (ir::Node* node : nodes) note_misses(*node, pattern::op_name_of(*node, gm));
+  }
+}
+
+void RuleRun::note_misses(ir::Node& node, const std::string& op_name) {
+  for (size_t r = 0; r < rules_.size(); ++r) {
+    const RulePattern& rule = *rules_[r];
+    const pattern::PatternOp& op = rule.pattern.elements()[rule.anchor].op;
+    bool about = op.kind == pattern::OpKind::kClass
+                     ? pattern::element_accepts(rule.pattern, rule.anchor, ir::Argument(&node), gm_)
+                     : !op.is_any() && pattern::op_matches_named(op, node, op_name);
+    if (!about) continue;
+    if (anchored_[r].count(&node) > 0) continue;
+    std::string why = pattern::why_not_at(rule.pattern, rule.anchor, node, gm_);
+    if (!why.empty()) notes_.push_back({&node, node.name(), r, why});
+  }
+}
+
+void RuleRun::rewritten(const RuleMatch& m) {
+  for (ir::Node* n : m.match.op_nodes()) covered_.insert(n);
+}
+
+void RuleRun::declined(const RuleMatch& m, const Decline& why) {
+  if (options_.explain) notes_.push_back({m.anchor_node(), m.anchor_node()->name(), m.rule, why});
+}
+
+void RuleRun::explain(const std::string& verb, std::ostream& out) const {
+  for (const Note& note : notes_) {
+    if (covered_.count(note.node) > 0) continue;
+    out << "%" << note.node_name << " not " << verb << " as " << rules_[note.rule]->name << ": " << note.why << "\n";
+  }
+}
+
+}  // namespace qfx::passes::detail
