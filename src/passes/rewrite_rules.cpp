@@ -23,14 +23,37 @@ RulePattern::RulePattern(std::string rule_name, pattern::Pattern config_pattern)
 
 namespace {
 
-/// True when `element`, the output of a pattern, may match at `node`, whose
-/// op_name_of is `op_name` (a quick test before match_at).
-bool output_may_match(const pattern::Pattern& p, ir::Node& node, const std::string& op_name,
-                      const ir::GraphModule& gm) {
+/// A node's op_name_of, looked up when first asked for.
+class OpName {
+ public:
+  OpName(const ir::Node& node, const ir::GraphModule& gm) : node_(node), gm_(gm) {}
+  const std::string& get() {
+    if (!name_) name_ = pattern::op_name_of(node_, gm_);
+    return *name_;
+  }
+
+ private:
+  const ir::Node& node_;
+  const ir::GraphModule& gm_;
+  std::optional<std::string> name_;
+};
+
+/// The opcode of the nodes that run an op of `kind`, for module, function and method ops.
+ir::Opcode opcode_of(pattern::OpKind kind) {
+  switch (kind) {
+    case pattern::OpKind::kModule: return ir::Opcode::kCallModule;
+    case pattern::OpKind::kFunction: return ir::Opcode::kCallFunction;
+    default: return ir::Opcode::kCallMethod;
+  }
+}
+
+/// True when the output element of `p` may match at `node` (a quick test before match_at).
+bool output_may_match(const pattern::Pattern& p, ir::Node& node, OpName& op_name, const ir::GraphModule& gm) {
   const pattern::PatternOp& op = p.root().op;
   if (op.kind == pattern::OpKind::kClass)
     return pattern::element_accepts(p, p.elements().size() - 1, ir::Argument(&node), gm);
-  return pattern::op_matches_named(op, node, op_name);
+  if (op.is_any()) return true;
+  return node.op() == opcode_of(op.kind) && op_name.get() == op.name;
 }
 
 }  // namespace
@@ -41,7 +64,7 @@ RuleRun::RuleRun(std::vector<const RulePattern*> rules, ir::GraphModule& gm, Rul
   if (options.walk == Walk::kBackward) std::reverse(nodes.begin(), nodes.end());
   for (ir::Node* node : nodes) {
     if (claimed_.count(node) > 0) continue;
-    const std::string op_name = pattern::op_name_of(*node, gm);
+    OpName op_name(*node, gm);
     bool found = false;
     for (size_t r = 0; r < rules_.size() && !found; ++r) {
       const pattern::Pattern& p = rules_[r]->pattern;
@@ -56,7 +79,7 @@ RuleRun::RuleRun(std::vector<const RulePattern*> rules, ir::GraphModule& gm, Rul
       anchored_[r].insert(m.anchor_node());
       matches_.push_back(std::move(m));
     }
-    if (options.explain && options.claim && !found) note_misses(*node, op_name);
+    if (options.explain && options.claim && !found) note_misses(*node, op_name.get());
   }
   if (options.explain && !options.claim) {
     for (ir::Node* node : nodes) note_misses(*node, pattern::op_name_of(*node, gm));
@@ -78,6 +101,7 @@ void RuleRun::note_misses(ir::Node& node, const std::string& op_name) {
 }
 
 void RuleRun::rewritten(const RuleMatch& m) {
+  if (!options_.explain) return;
   for (ir::Node* n : m.match.op_nodes()) covered_.insert(n);
 }
 

@@ -214,6 +214,8 @@ grep -q "^%tconv1d stays reference: cannot build torch.ao.nn.quantized.ConvTrans
   "$work/lower_err.txt" || fail "lower-to-native --explain does not say why tconv1d stays reference"
 grep -q "^%tconv3d stays reference: PyTorch 1.13 lowers no torch.ao.nn.quantized.reference.ConvTranspose3d" \
   "$work/lower_err.txt" || fail "lower-to-native --explain does not say why tconv3d stays reference"
+grep -q "^%tconv1d not lowered as special pattern: cannot build torch.ao.nn.quantized.ConvTranspose1d" \
+  "$work/lower_err.txt" || fail "lower-to-native --explain does not say which rule declined at tconv1d"
 
 # --- qfx quantize --------------------------------------------------------
 "$python" -c "import torch; g = torch.Generator().manual_seed(5); torch.save(torch.randn(12, 3, 224, 224, generator=g), '$work/calib.pt'); torch.save(torch.randn(6, 7), '$work/calib_bad_shape.pt'); x = torch.randn(4, 3, 224, 224); x[1, 0, 0, 0] = float('nan'); torch.save(x, '$work/calib_nan.pt')"

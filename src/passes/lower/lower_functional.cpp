@@ -18,15 +18,6 @@
 namespace qfx::passes::detail {
 namespace {
 
-const FunctionLowering* find_function(const std::vector<FunctionLowering>& table, const ir::Node& node) {
-  if (node.op() != ir::Opcode::kCallFunction) return nullptr;
-  std::string name = function_name(node);
-  for (const FunctionLowering& row : table) {
-    if (name == row.function) return &row;
-  }
-  return nullptr;
-}
-
 /// Spatial dimensions of a functional conv (`torch.nn.functional.conv2d` -> 2), 0 for others.
 int64_t conv_dims(const ir::Node& func) {
   const std::string name = function_name(func);
@@ -74,7 +65,7 @@ Decline lower_static_functional(Lowering& l, const RuleMatch& m) {
   ir::Node* relu = q->args()[0].to_node() != func ? q->args()[0].to_node() : nullptr;
   ir::Node* input_dq = func->args()[0].to_node();
   ir::Node* weight = func->args()[1].to_node()->args()[0].to_node();
-  const FunctionLowering* row = find_function(static_function_lowerings(), *func);
+  const FunctionLowering* row = find_function_lowering(static_function_lowerings(), *func);
   ir::Node* scale = q->args()[1].to_node();
   ir::Node* zero_point = q->args()[2].to_node();
   ir::Node* packed = nullptr;
@@ -169,9 +160,8 @@ Decline lower_binary_op(Lowering& l, const RuleMatch& m) {
   if (node_has_none_qconfig(*op)) return "its qconfig is None";
   ir::Node* q = m.output();
   ir::Node* relu = q->args()[0].to_node() != op ? q->args()[0].to_node() : nullptr;
-  std::vector<ir::Argument> operands(op->args().begin(), op->args().begin() + 2);
-  if (!is_dequantize(operands[0]) && !is_dequantize(operands[1])) return "neither operand is dequantized";
-  const FunctionLowering* row = find_function(binary_op_lowerings(), *op);
+  if (!is_dequantize(op->args()[0]) && !is_dequantize(op->args()[1])) return "neither operand is dequantized";
+  const FunctionLowering* row = find_function_lowering(binary_op_lowerings(), *op);
   std::string qop = relu != nullptr ? row->relu_op : row->op;
   if (qop.empty()) return l.refuse(*op, "no quantized " + function_name(*op) + " with relu");
   size_t dequantized = 0;

@@ -157,6 +157,15 @@ std::string prepack_op(const std::string& function, c10::ScalarType weight_dtype
 
 std::string function_name(const ir::Node& node) { return pattern::canonical_op_name(node.target()); }
 
+const FunctionLowering* find_function_lowering(const std::vector<FunctionLowering>& table, const ir::Node& node) {
+  if (node.op() != ir::Opcode::kCallFunction) return nullptr;
+  std::string name = function_name(node);
+  for (const FunctionLowering& row : table) {
+    if (name == row.function) return &row;
+  }
+  return nullptr;
+}
+
 ListHit find_in(const NodeList& list, const ir::Node& node, const ir::GraphModule& gm) {
   ListHit hit;
   if (node.op() == ir::Opcode::kCallFunction) hit.function = contains(list.functions, function_name(node));

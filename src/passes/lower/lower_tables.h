@@ -41,6 +41,9 @@ struct FunctionLowering {
   c10::ScalarType weight = c10::kQInt8;
 };
 
+/// The row for a call_function `node`'s function, or nullptr.
+const FunctionLowering* find_function_lowering(const std::vector<FunctionLowering>& table, const ir::Node& node);
+
 /// STATIC_LOWER_FUNCTIONAL_MAP.
 const std::vector<FunctionLowering>& static_function_lowerings();
 /// DYNAMIC_LOWER_FUNCTIONAL_MAP, one row per dtype pair.

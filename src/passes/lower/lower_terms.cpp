@@ -70,12 +70,7 @@ Term module_in(const char* description, const std::vector<ModuleLowering>& table
 
 Term function_in(const char* description, const std::vector<FunctionLowering>& table) {
   return Term::of_class(description, [&table](const ir::Argument& v, const ir::GraphModule&) {
-    if (!v.is_node() || v.to_node()->op() != ir::Opcode::kCallFunction) return false;
-    std::string name = function_name(*v.to_node());
-    for (const FunctionLowering& row : table) {
-      if (name == row.function) return true;
-    }
-    return false;
+    return v.is_node() && find_function_lowering(table, *v.to_node()) != nullptr;
   });
 }
 
