@@ -4,6 +4,7 @@
 // values whose last use it was are set to None (`;  x = None`).
 
 #include "qfx/ir/graph.h"
+#include "qfx/ir/op_names.h"
 #include "qfx/ir/printer.h"
 
 #include <c10/util/Exception.h>
@@ -158,7 +159,7 @@ std::string CodeWriter::function_name(const std::string& target) {
 std::string CodeWriter::call_function(const Node& node) {
   const std::string& target = node.target();
   const auto& args = node.args();
-  if (hooks_.subscript_syntax && target == "operator.getitem" && args.size() == 2) {
+  if (hooks_.subscript_syntax && target == op::kGetitem && args.size() == 2) {
     return node.name() + " = " + format_argument(args[0], false) + "[" + format_subscript(args[1]) + "]";
   }
   if (const char* form = find_form(kMagicMethods, target)) {
@@ -173,7 +174,7 @@ std::string CodeWriter::call_function(const Node& node) {
     std::string separator = hooks_.one_statement_per_line ? "\n" : ";  ";
     return operation + separator + node.name() + " = " + format_argument(args.at(0), false);
   }
-  if (target == "getattr" && args.size() == 2 && args[1].kind() == Argument::Kind::kString &&
+  if (target == op::kGetattr && args.size() == 2 && args[1].kind() == Argument::Kind::kString &&
       is_identifier(args[1].to_string())) {
     return node.name() + " = " + format_target(format_argument(args[0], false), args[1].to_string());
   }

@@ -2,6 +2,7 @@
 // output, turned into dequantize nodes by convert.
 
 #include "custom_lstm.h"
+#include "qfx/ir/op_names.h"
 
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/quantizable_lstm.h"
@@ -12,7 +13,7 @@ namespace qfx::passes::detail {
 namespace {
 
 bool is_getitem_of(const ir::Node& user, const ir::Node& value) {
-  return user.op() == ir::Opcode::kCallFunction && user.target() == "operator.getitem" && user.args().size() == 2 &&
+  return user.op() == ir::Opcode::kCallFunction && user.target() == ir::op::kGetitem && user.args().size() == 2 &&
          user.args()[0].is_node() && user.args()[0].to_node() == &value &&
          user.args()[1].kind() == ir::Argument::Kind::kInt;
 }

@@ -2,6 +2,7 @@
 // patterns of a BackendConfig, and its helpers for counting tensor arguments.
 
 #include "quant_matches.h"
+#include "qfx/ir/op_names.h"
 
 #include "qfx/backend/backend_registry.h"
 #include "config_matches.h"
@@ -20,7 +21,7 @@ bool node_has_no_tensors(const ir::Node& node, const ir::GraphModule& gm,
       return is_observer_node(node, gm) && has_no_tensors(node.args().at(0), gm, cache);
     default: break;
   }
-  if (node.op() == ir::Opcode::kCallFunction && node.target() == "operator.getitem") {
+  if (node.op() == ir::Opcode::kCallFunction && node.target() == ir::op::kGetitem) {
     return has_no_tensors(node.args().at(0), gm, cache);
   }
   if (node.op() == ir::Opcode::kCallMethod && node.target() == "size") return true;

@@ -2,6 +2,7 @@
 // propagate_dtypes_for_known_nodes (fx/prepare.py).
 
 #include "target_dtypes.h"
+#include "qfx/ir/op_names.h"
 
 #include "qfx/pattern/op_catalog.h"
 
@@ -33,7 +34,7 @@ DtypeInfo from_qconfig(const quant::QConfig& qconfig) {
 DtypeInfo call_dtypes(const ir::Node& node, const ir::GraphModule& gm, const QuantMatches& matches,
                       const quant::QConfigAny& qconfig, std::unordered_map<const ir::Node*, bool>& cache) {
   if (has_no_tensors(ir::Argument(const_cast<ir::Node*>(&node)), gm, cache)) return both(std::nullopt);
-  if (node.op() == ir::Opcode::kCallFunction && node.target() == "operator.getitem") return both(c10::kFloat);
+  if (node.op() == ir::Opcode::kCallFunction && node.target() == ir::op::kGetitem) return both(c10::kFloat);
   auto match = matches.find(&node);
   // a match without a config is a standalone module's: inputs and output observed
   bool observed = match != matches.end() &&

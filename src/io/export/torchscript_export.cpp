@@ -4,6 +4,7 @@
 // torch::jit::Module::define and saved.
 
 #include "qfx/io/torchscript_export.h"
+#include "qfx/ir/op_names.h"
 
 #include "../import/op_table.h"
 #include "module_script.h"
@@ -136,7 +137,7 @@ std::unique_ptr<ir::Graph> script_graph(const ir::GraphModule& gm, ScriptAttrs& 
       } else if (t.rfind("torch.nn.functional.", 0) == 0) {
         to_aten(*node);
       }
-      bool known = t.rfind("torch.", 0) == 0 || t.rfind("operator.", 0) == 0 || t == "getattr";
+      bool known = t.rfind("torch.", 0) == 0 || t.rfind("operator.", 0) == 0 || t == ir::op::kGetattr;
       TORCH_CHECK(known, "export: no TorchScript form for %", node->name(), " (", t, ")");
     }
   }

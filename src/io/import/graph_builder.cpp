@@ -6,6 +6,7 @@
 //   tensor attribute / constant        -> get_attr, created at first use
 
 #include "graph_builder.h"
+#include "qfx/ir/op_names.h"
 
 #include "leaf_modules.h"
 #include "op_table.h"
@@ -346,7 +347,7 @@ std::vector<size_t> traced_recurrent_outputs(const torch::jit::Graph& forward, c
 
 ImportValue GraphBuilder::recurrent_result(ir::Node* module, bool lstm, const std::vector<size_t>& order, bool single) {
   // out, (h, c) = self.lstm(x): FX's getitem, getitem_1 (the state), getitem_2, getitem_3
-  auto item = [&](ir::Node* of, int64_t i) { return scoped(gm_.graph().call_function("operator.getitem", {of, i})); };
+  auto item = [&](ir::Node* of, int64_t i) { return scoped(gm_.graph().call_function(ir::op::kGetitem, {of, i})); };
   std::map<size_t, ir::Node*> values;
   ir::Node* state = nullptr;
   auto value = [&](size_t k) {
@@ -426,7 +427,7 @@ std::vector<ImportValue> GraphBuilder::call_op(const torch::jit::Node& node, std
 
 ImportValue GraphBuilder::element(const ImportValue& sequence, int64_t index) {
   if (sequence.kind != ImportValue::Kind::kNode) walker_.fail("indexing a value that is not a node");
-  return ImportValue::of_node(scoped(gm_.graph().call_function("operator.getitem", {sequence.node, index})));
+  return ImportValue::of_node(scoped(gm_.graph().call_function(ir::op::kGetitem, {sequence.node, index})));
 }
 
 // Which inputs become positional FX args (trailing defaults dropped) and which
@@ -573,7 +574,7 @@ ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vec
   parts.push_back(index);
   if (written_through(*node.output())) return view_of(inputs[0], parts);
   ir::Argument key = parts.size() == 1 ? parts[0] : ir::Argument::tuple(parts);
-  return ImportValue::of_node(scoped(gm_.graph().call_function("operator.getitem", {arg(0), key})));
+  return ImportValue::of_node(scoped(gm_.graph().call_function(ir::op::kGetitem, {arg(0), key})));
 }
 
 namespace {
@@ -626,7 +627,7 @@ ImportValue GraphBuilder::tensor_index(const std::vector<ImportValue>& inputs) {
     parts.push_back(item.is_static() && item.constant.isNone() ? full_slice() : to_argument(item));
   }
   ir::Argument index = parts.size() == 1 ? parts[0] : ir::Argument::tuple(parts);
-  return ImportValue::of_node(scoped(gm_.graph().call_function("operator.getitem", {base, index})));
+  return ImportValue::of_node(scoped(gm_.graph().call_function(ir::op::kGetitem, {base, index})));
 }
 
 ImportValue GraphBuilder::setitem(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {

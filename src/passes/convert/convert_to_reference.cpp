@@ -10,6 +10,7 @@
 // Then dead code goes and the module tree is rebuilt without observers.
 
 #include "qfx/ir/graph_module.h"
+#include "qfx/ir/op_names.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/intrinsic.h"
 #include "qfx/nn/opaque_modules.h"
@@ -56,8 +57,7 @@ std::string attr_prefix(const ir::Node& observer) {
   if (!input_only) return scope_of(observed);
   const ir::Node* user = observer.users().empty() ? nullptr : observer.users()[0];
   for (const ir::Node* n : observer.users()) {
-    if (n->op() == ir::Opcode::kCallFunction &&
-        pattern::canonical_op_name(n->target()) == "torch.nn.functional.linear") {
+    if (n->op() == ir::Opcode::kCallFunction && pattern::canonical_op_name(n->target()) == ir::op::kFunctionalLinear) {
       user = n;
       break;
     }
@@ -84,21 +84,21 @@ ir::Node* quantize_node(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observe
     if (quant::is_per_channel(obs.qscheme())) {
       ir::Node* scale = attrs.add(prefix + "_scale_", q.scale);
       ir::Node* zero_point = attrs.add(prefix + "_zero_point_", q.zero_point);
-      return gm.graph().call_function("torch.quantize_per_channel",
+      return gm.graph().call_function(ir::op::kQuantizePerChannel,
                                       {input, scale, zero_point, obs.ch_axis(), ir::Argument(dtype)});
     }
     ir::Node* scale = attrs.add(prefix + "_scale_", at::scalar_tensor(q.scale.item<float>(), at::kFloat));
     ir::Node* zero_point =
         attrs.add(prefix + "_zero_point_", at::scalar_tensor(q.zero_point.item<int64_t>(), at::kLong));
-    return gm.graph().call_function("torch.quantize_per_tensor", {input, scale, zero_point, ir::Argument(dtype)});
+    return gm.graph().call_function(ir::op::kQuantizePerTensor, {input, scale, zero_point, ir::Argument(dtype)});
   }
   c10::optional<c10::ScalarType> compute = obs.compute_dtype();
   if (compute && (*compute == c10::kQUInt8 || *compute == c10::kQInt8 || *compute == c10::kHalf)) {
     at::QEngine engine = at::globalContext().qEngine();
     bool reduce_range = engine == at::QEngine::FBGEMM || engine == at::QEngine::X86;
-    return gm.graph().call_function("torch.quantize_per_tensor_dynamic", {input, ir::Argument(*compute), reduce_range});
+    return gm.graph().call_function(ir::op::kQuantizePerTensorDynamic, {input, ir::Argument(*compute), reduce_range});
   }
-  if (dtype == c10::kHalf) return gm.graph().call_method("to", {input, ir::Argument(c10::kHalf)});
+  if (dtype == c10::kHalf) return gm.graph().call_method(ir::op::kTo, {input, ir::Argument(c10::kHalf)});
   return nullptr;
 }
 
@@ -118,7 +118,7 @@ void convert_observer(ir::GraphModule& gm, AttrNamer& attrs, ir::Node& observer,
   if (!all_float) {
     auto guard = gm.graph().inserting_before(&observer);
     if (ir::Node* quantized = quantize_node(gm, attrs, observer, *obs)) {
-      replacement = gm.graph().call_method("dequantize", {quantized});
+      replacement = gm.graph().call_method(ir::op::kDequantize, {quantized});
     }
   }
   observer.replace_all_uses_with(replacement);

@@ -5,6 +5,7 @@
 // weight once and stores it as an attribute.
 
 #include "lowering.h"
+#include "qfx/ir/op_names.h"
 
 #include "passes/attr_names.h"
 #include "lower_tables.h"
@@ -21,7 +22,7 @@ namespace {
 /// Spatial dimensions of a functional conv (`torch.nn.functional.conv2d` -> 2), 0 for others.
 int64_t conv_dims(const ir::Node& func) {
   const std::string name = function_name(func);
-  const std::string prefix = "torch.nn.functional.conv";
+  const std::string prefix = ir::op::kFunctionalConvPrefix;
   if (name.rfind(prefix, 0) != 0 || name.size() != prefix.size() + 2) return 0;
   return name[prefix.size()] - '0';
 }
@@ -218,7 +219,7 @@ std::unordered_set<const ir::Node*> producers_of(ir::Node* node) {
     frontier.pop_back();
     for (ir::Node* input : n->input_nodes()) {
       if (input->op() == ir::Opcode::kPlaceholder) return {};
-      if (nodes.insert(input).second && !is_call(*input, ir::Opcode::kCallFunction, "getattr"))
+      if (nodes.insert(input).second && !is_call(*input, ir::Opcode::kCallFunction, ir::op::kGetattr))
         frontier.push_back(input);
     }
   }

@@ -6,6 +6,7 @@
 // Also getattr(x, "shape") reads the quantized tensor directly.
 
 #include "lowering.h"
+#include "qfx/ir/op_names.h"
 
 #include "lower_tables.h"
 #include "lower_terms.h"
@@ -90,7 +91,7 @@ bool swap_special_module(Lowering& l, ir::Node& ref, const ir::Node& q) {
 Decline lower_special_pattern(Lowering& l, const RuleMatch& m) {
   ir::Node* q = m.output();
   ir::Node* ref = m.anchor_node();
-  bool is_quantize = is_call(*q, ir::Opcode::kCallFunction, "torch.quantize_per_tensor");
+  bool is_quantize = is_call(*q, ir::Opcode::kCallFunction, ir::op::kQuantizePerTensor);
   if (!is_quantize &&
       (find_in(fixed_qparams_nodes(), *ref, l.gm).any() || find_in(default_nodes(), *ref, l.gm).any())) {
     return "fixed-qparams and default ops stay float16 reference";
@@ -136,8 +137,8 @@ void lower_getattr_metadata(Lowering& l) {
   using namespace terms;
   static const std::vector<RewriteRule<Lowering>> rules = {
       // getattr(dq(x), "shape")  =>  getattr(x, "shape")
-      {"tensor metadata", Term::function("getattr").of({dequantize(), shape_name()}).and_more(), "getattr",
-       lower_shape},
+      {"tensor metadata", Term::function(ir::op::kGetattr).of({dequantize(), shape_name()}).and_more(),
+       ir::op::kGetattr, lower_shape},
   };
   l.run_rules(rules, l, {});
 }

@@ -2,6 +2,7 @@
 // the lowering tables.
 
 #include "lower_terms.h"
+#include "qfx/ir/op_names.h"
 
 #include "passes/qdq_edits.h"
 #include "qfx/ir/module_registry.h"
@@ -30,23 +31,23 @@ bool is_module_type(const ir::Argument& value, const ir::GraphModule& gm, const 
 
 }  // namespace
 
-Term dequantize(Term input) { return Term::method("dequantize").of({std::move(input)}); }
+Term dequantize(Term input) { return Term::method(ir::op::kDequantize).of({std::move(input)}); }
 
-Term quantize(Term input) { return Term::function("torch.quantize_per_tensor").of({std::move(input)}).and_more(); }
+Term quantize(Term input) { return Term::function(ir::op::kQuantizePerTensor).of({std::move(input)}).and_more(); }
 
-Term quantize_dynamic() { return Term::function("torch.quantize_per_tensor_dynamic"); }
+Term quantize_dynamic() { return Term::function(ir::op::kQuantizePerTensorDynamic); }
 
 Term quantize_weight() {
   return Term::of_class("torch.quantize_per_tensor/per_channel", [](const ir::Argument& v, const ir::GraphModule&) {
-    return is_function(v, {"torch.quantize_per_tensor", "torch.quantize_per_channel"});
+    return is_function(v, {ir::op::kQuantizePerTensor, ir::op::kQuantizePerChannel});
   });
 }
 
 Term relu(Term input) {
   return Term::of_class("relu",
                         [](const ir::Argument& v, const ir::GraphModule& gm) {
-                          return is_function(v, {"torch.nn.functional.relu", "torch.relu"}) ||
-                                 is_module_type(v, gm, "torch.nn.ReLU");
+                          return is_function(v, {ir::op::kFunctionalRelu, ir::op::kTorchRelu}) ||
+                                 is_module_type(v, gm, ir::op::kReLU);
                         })
       .of({std::move(input)})
       .and_more();
@@ -55,7 +56,7 @@ Term relu(Term input) {
 Term dynamic_relu(Term input) {
   return Term::of_class("relu",
                         [](const ir::Argument& v, const ir::GraphModule& gm) {
-                          return is_function(v, {"torch.nn.functional.relu"}) || is_module_type(v, gm, "torch.nn.ReLU");
+                          return is_function(v, {ir::op::kFunctionalRelu}) || is_module_type(v, gm, ir::op::kReLU);
                         })
       .of({std::move(input)})
       .and_more();
@@ -99,11 +100,11 @@ Term dequantized_inputs() {
 Term quantize_or_to_float16() {
   return Term::of_class("torch.quantize_per_tensor or to(torch.float16)",
                         [](const ir::Argument& v, const ir::GraphModule&) {
-                          if (is_function(v, {"torch.quantize_per_tensor"})) return true;
+                          if (is_function(v, {ir::op::kQuantizePerTensor})) return true;
                           if (!v.is_node()) return false;
                           const ir::Node& n = *v.to_node();
-                          return n.op() == ir::Opcode::kCallMethod && n.target() == "to" && n.args().size() == 2 &&
-                                 n.args()[1].kind() == ir::Argument::Kind::kDtype &&
+                          return n.op() == ir::Opcode::kCallMethod && n.target() == ir::op::kTo &&
+                                 n.args().size() == 2 && n.args()[1].kind() == ir::Argument::Kind::kDtype &&
                                  n.args()[1].to_dtype() == c10::kHalf;
                         })
       .and_more();

@@ -3,6 +3,7 @@
 // code, and the module tree rebuilt from the graph.
 
 #include "lowering.h"
+#include "qfx/ir/op_names.h"
 
 #include "qfx/nn/opaque_modules.h"
 
@@ -46,8 +47,8 @@ void explain_leftovers(const Lowering& l) {
     auto m = l.module(node);
     bool reference_module = m != nullptr && holds_reference(*m);
     bool functional = node->op() == ir::Opcode::kCallFunction &&
-                      (function_name(*node) == "torch.nn.functional.linear" ||
-                       function_name(*node).rfind("torch.nn.functional.conv", 0) == 0) &&
+                      (function_name(*node) == ir::op::kFunctionalLinear ||
+                       function_name(*node).rfind(ir::op::kFunctionalConvPrefix, 0) == 0) &&
                       node->args().size() > 1 && is_dequantize(node->args()[1]);
     bool refused = l.refusals.count(node) > 0;
     if (!reference_module && !functional && !refused) continue;

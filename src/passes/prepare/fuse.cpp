@@ -11,6 +11,7 @@
 //   add(conv(x), y) -> relu     =>   conv(x, y)  (ConvAddReLU2d, onednn)
 
 #include "qfx/backend/backend_registry.h"
+#include "qfx/ir/op_names.h"
 #include "qfx/ir/graph_module.h"
 #include "qfx/passes/pass.h"
 #include "passes/config_matches.h"
@@ -44,7 +45,7 @@ std::vector<backend::FuserPart> fuser_parts(const pattern::PatternMatch& match, 
     ir::Node* node = match.node(i);
     if (elements[i].op.kind == pattern::OpKind::kModule) {
       part.module = gm.get_submodule(node->target());
-    } else if (elements[i].op.name == "torch.nn.functional.relu") {
+    } else if (elements[i].op.name == ir::op::kFunctionalRelu) {
       part.module = std::make_shared<torch::nn::ReLUImpl>();
       part.module->train(training);
     }

@@ -15,6 +15,7 @@
 //                                  (obs_1' is the same module as obs_1)
 
 #include "passes/backend_support.h"
+#include "qfx/ir/op_names.h"
 #include "passes/custom_lstm.h"
 #include "passes/custom_module_swap.h"
 #include "observer_inserter.h"
@@ -83,11 +84,11 @@ bool is_python_number(const ir::Node& node, std::unordered_map<const ir::Node*, 
   if (it != known.end()) return it->second;
   const std::string& t = node.target();
   bool number = node.op() == ir::Opcode::kCallMethod && (t == "size" || t == "dim" || t == "numel");
-  if (node.op() == ir::Opcode::kCallFunction && t.rfind("operator.", 0) == 0 && t != "operator.getitem") {
+  if (node.op() == ir::Opcode::kCallFunction && t.rfind("operator.", 0) == 0 && t != ir::op::kGetitem) {
     number = !node.input_nodes().empty();
     for (const ir::Node* input : node.input_nodes()) number = number && is_python_number(*input, known);
   }
-  if (node.op() == ir::Opcode::kCallFunction && t == "operator.getitem" && node.args().at(0).is_node()) {
+  if (node.op() == ir::Opcode::kCallFunction && t == ir::op::kGetitem && node.args().at(0).is_node()) {
     number = is_python_number(*node.args().at(0).to_node(), known);  // h = x.size()[2]
   }
   return known[&node] = number;
@@ -323,7 +324,7 @@ void prepare_node(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::N
     return prepare_custom_module(ctx, inserter, node, *match, *custom);
   }
   const quant::QConfigAny qconfig = match ? ctx.qconfigs[&node] : std::nullopt;
-  bool is_getitem = node.op() == ir::Opcode::kCallFunction && node.target() == "operator.getitem";
+  bool is_getitem = node.op() == ir::Opcode::kCallFunction && node.target() == ir::op::kGetitem;
   if (!qconfig || is_getitem) return;
   if (!supported(ctx, node, *match, *qconfig)) return;
   mark_observed(*match);
