@@ -32,22 +32,7 @@ tcmalloc=$(ldd "$build/bin/bench_flow" | awk '/libtcmalloc/ {print $3}')
 
 for model in "${models[@]}"; do
   echo "bench: $model" >&2
-  "$python" - "$model" "$work" "$here/../examples/fashion_mnist/fashion_cnn.pt" <<'PY'
-import shutil, sys, warnings
-import torch, torchvision
-warnings.simplefilter('ignore')
-name, work, demo = sys.argv[1:4]
-shape = (1, 28, 28) if name == 'fashion_cnn' else (3, 224, 224)
-g = torch.Generator().manual_seed(1)
-torch.save([torch.rand(4, *shape, generator=g) for _ in range(8)], f'{work}/calib.pt')
-torch.save(torch.rand(8, *shape, generator=g), f'{work}/eval.pt')
-if name == 'fashion_cnn':
-    shutil.copy(demo, f'{work}/{name}.pt')
-else:
-    torch.manual_seed(0)
-    m = getattr(torchvision.models, name)().eval()
-    torch.jit.trace(m, torch.rand(1, *shape, generator=g)).save(f'{work}/{name}.pt')
-PY
+  "$python" "$here/make_inputs.py" "$model" "$work" "$here/../examples/fashion_mnist/fashion_cnn.pt"
   theirs=$("$python" "$here/flow.py" "$model" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" "$repeats")
   # PyTorch again with qfx's allocator
   theirs_tcmalloc=$(LD_PRELOAD="$tcmalloc" "$python" "$here/flow.py" "$model" "$work/$model.pt" "$work/calib.pt" "$work/eval.pt" 1)
