@@ -21,8 +21,6 @@ RulePattern::RulePattern(std::string rule_name, const pattern::Term& term, const
 RulePattern::RulePattern(std::string rule_name, pattern::Pattern config_pattern)
     : name(std::move(rule_name)), pattern(std::move(config_pattern)), anchor(pattern.elements().size() - 1) {}
 
-namespace {
-
 /// A node's op_name_of, looked up when first asked for.
 class OpName {
  public:
@@ -38,22 +36,16 @@ class OpName {
   std::optional<std::string> name_;
 };
 
-/// The opcode of the nodes that run an op of `kind`, for module, function and method ops.
-ir::Opcode opcode_of(pattern::OpKind kind) {
-  switch (kind) {
-    case pattern::OpKind::kModule: return ir::Opcode::kCallModule;
-    case pattern::OpKind::kFunction: return ir::Opcode::kCallFunction;
-    default: return ir::Opcode::kCallMethod;
-  }
-}
+namespace {
 
-/// True when the output element of `p` may match at `node` (a quick test before match_at).
-bool output_may_match(const pattern::Pattern& p, ir::Node& node, OpName& op_name, const ir::GraphModule& gm) {
-  const pattern::PatternOp& op = p.root().op;
-  if (op.kind == pattern::OpKind::kClass)
-    return pattern::element_accepts(p, p.elements().size() - 1, ir::Argument(&node), gm);
+/// True when element `index` of `p` alone may accept `node` (its class, or
+/// its op with the node's op name looked up only when the opcode fits): the
+/// quick test before match_at, and whether a node is what a rule is about.
+bool accepts(const pattern::Pattern& p, size_t index, ir::Node& node, OpName& op_name, const ir::GraphModule& gm) {
+  const pattern::PatternOp& op = p.elements()[index].op;
+  if (op.kind == pattern::OpKind::kClass) return pattern::element_accepts(p, index, ir::Argument(&node), gm);
   if (op.is_any()) return true;
-  return node.op() == opcode_of(op.kind) && op_name.get() == op.name;
+  return node.op() == pattern::opcode_of(op.kind) && op_name.get() == op.name;
 }
 
 }  // namespace
@@ -68,7 +60,7 @@ RuleRun::RuleRun(std::vector<const RulePattern*> rules, ir::GraphModule& gm, Rul
     bool found = false;
     for (size_t r = 0; r < rules_.size() && !found; ++r) {
       const pattern::Pattern& p = rules_[r]->pattern;
-      if (!output_may_match(p, *node, op_name, gm)) continue;
+      if (!accepts(p, p.elements().size() - 1, *node, op_name, gm)) continue;
       std::optional<pattern::PatternMatch> match = pattern::match_at(p, *node, gm);
       if (!match) continue;
       found = true;
@@ -79,22 +71,21 @@ RuleRun::RuleRun(std::vector<const RulePattern*> rules, ir::GraphModule& gm, Rul
       anchored_[r].insert(m.anchor_node());
       matches_.push_back(std::move(m));
     }
-    if (options.explain && options.claim && !found) note_misses(*node, op_name.get());
+    if (options.explain && options.claim && !found) note_misses(*node, op_name);
   }
   if (options.explain && !options.claim) {
-    for (ir::Node* node : nodes) note_misses(*node, pattern::op_name_of(*node, gm));
+    for (ir::Node* node : nodes) {
+      OpName op_name(*node, gm);
+      note_misses(*node, op_name);
+    }
   }
 }
 
-void RuleRun::note_misses(ir::Node& node, const std::string& op_name) {
+void RuleRun::note_misses(ir::Node& node, OpName& op_name) {
   for (size_t r = 0; r < rules_.size(); ++r) {
     const RulePattern& rule = *rules_[r];
-    const pattern::PatternOp& op = rule.pattern.elements()[rule.anchor].op;
-    bool about = op.kind == pattern::OpKind::kClass
-                     ? pattern::element_accepts(rule.pattern, rule.anchor, ir::Argument(&node), gm_)
-                     : !op.is_any() && pattern::op_matches_named(op, node, op_name);
-    if (!about) continue;
-    if (anchored_[r].count(&node) > 0) continue;
+    if (rule.pattern.elements()[rule.anchor].op.is_any()) continue;
+    if (!accepts(rule.pattern, rule.anchor, node, op_name, gm_) || anchored_[r].count(&node) > 0) continue;
     std::string why = pattern::why_not_at(rule.pattern, rule.anchor, node, gm_);
     if (!why.empty()) notes_.push_back({&node, node.name(), r, why});
   }

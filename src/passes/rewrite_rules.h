@@ -69,6 +69,8 @@ struct RewriteRule : RulePattern {
       : RulePattern(std::move(rule_name), std::move(config_pattern)), rewrite(std::move(fn)) {}
 };
 
+class OpName;  // a node's op name, looked up once when first needed (rewrite_rules.cpp)
+
 /// The order nodes are visited in.
 enum class Walk { kForward, kBackward };
 
@@ -111,7 +113,7 @@ class RuleRun {
     size_t rule;
     std::string why;
   };
-  void note_misses(ir::Node& node, const std::string& op_name);
+  void note_misses(ir::Node& node, OpName& op_name);
 
   std::vector<const RulePattern*> rules_;
   ir::GraphModule& gm_;

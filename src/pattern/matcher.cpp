@@ -65,9 +65,6 @@ std::string op_name_of(const ir::Node& node, const ir::GraphModule& gm) {
   }
 }
 
-namespace {
-
-/// The opcode of the nodes that run an op of `kind` (none for MatchAllNode).
 std::optional<ir::Opcode> opcode_of(OpKind kind) {
   switch (kind) {
     case OpKind::kModule: return ir::Opcode::kCallModule;
@@ -78,8 +75,6 @@ std::optional<ir::Opcode> opcode_of(OpKind kind) {
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 bool op_matches(const PatternOp& op, const ir::Node& node, const ir::GraphModule& gm) {
   TORCH_CHECK(op.kind != OpKind::kClass, "op_matches: the class ", op.name, " is matched by its element's test");

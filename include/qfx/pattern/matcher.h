@@ -35,6 +35,10 @@ namespace qfx::pattern {
 /// name of a `call_method` node; empty for other nodes.
 std::string op_name_of(const ir::Node& node, const ir::GraphModule& gm);
 
+/// The opcode of the nodes that run an op of `kind`; none for MatchAllNode
+/// and classes.
+std::optional<ir::Opcode> opcode_of(OpKind kind);
+
 /// True when `op` (not MatchAllNode) is what `node` runs.
 bool op_matches(const PatternOp& op, const ir::Node& node, const ir::GraphModule& gm);
 

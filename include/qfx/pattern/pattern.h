@@ -23,8 +23,10 @@
 /// arguments than the pattern constrains, and lift the one-user rule:
 ///
 /// \code
-///   // quantize_per_tensor(<ref module>(dequantize(x)), ...)
-///   Pattern p = Pattern::from_term(is_quantize.of({ref_module.of({dequantize.of({Term::any()})})}).and_more());
+///   // torch.quantize_per_tensor(<ref module>(x.dequantize()), ...)
+///   Term ref = Term::of_class("a reference module", is_reference_module);  // an ArgTest
+///   Term dq = Term::method("dequantize").of({Term::any()});
+///   Pattern p = Pattern::from_term(Term::function("torch.quantize_per_tensor").of({ref.of({dq})}).and_more());
 /// \endcode
 ///
 /// \code
