@@ -47,20 +47,97 @@ class ContainerImpl final : public torch::nn::Module {
     auto it = tensors_.find(name);
     return it != tensors_.end() ? &it->second : nullptr;
   }
-  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
-    auto copy = std::make_shared<ContainerImpl>();
-    for (const auto& child : named_children()) copy->set_child(child.key(), child.value()->clone(device));
-    for (const auto& buffer : named_buffers(/*recurse=*/false)) {
-      copy->set_tensor(buffer.key(), device ? buffer.value().to(*device) : buffer.value().clone());
-    }
-    copy->train(is_training());
-    return copy;
-  }
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override;
 
  private:
   std::unordered_map<std::string, std::shared_ptr<torch::nn::Module>> children_;
   std::unordered_map<std::string, at::Tensor> tensors_;
 };
+
+/// Deep copies of a module tree with a memo, as Python's deepcopy: a module
+/// or tensor reached twice is copied once. Containers are copied here,
+/// other modules by their clone(), whose tensors are then tied again to
+/// copies made before (weights shared between modules stay shared).
+class TreeCopier {
+ public:
+  explicit TreeCopier(c10::optional<torch::Device> device) : device_(std::move(device)) {}
+
+  std::shared_ptr<torch::nn::Module> copy(const std::shared_ptr<torch::nn::Module>& module, const std::string& path) {
+    auto done = modules_.find(module.get());
+    if (done != modules_.end()) return done->second;
+    std::shared_ptr<torch::nn::Module> copy =
+        typeid(*module) == typeid(ContainerImpl) ? copy_container(*module, path) : copy_leaf(*module, path);
+    modules_.emplace(module.get(), copy);
+    return copy;
+  }
+
+  /// The copy of `tensor`: made once per tensor.
+  at::Tensor copy(const at::Tensor& tensor) {
+    auto done = tensors_.find(tensor.unsafeGetTensorImpl());
+    if (done != tensors_.end()) return done->second.second;
+    at::Tensor copy = device_ ? tensor.to(*device_) : tensor.clone();
+    tensors_.emplace(tensor.unsafeGetTensorImpl(), std::make_pair(tensor, copy));
+    return copy;
+  }
+
+  /// The memo of IValue::deepcopy, with the tensors copied so far.
+  c10::IValue::HashAliasedIValueMap value_memo() const {
+    c10::IValue::HashAliasedIValueMap memo;
+    for (const auto& [impl, pair] : tensors_) memo[pair.first] = pair.second;
+    return memo;
+  }
+
+ private:
+  std::shared_ptr<torch::nn::Module> copy_container(const torch::nn::Module& module, const std::string& path) {
+    auto copy = std::make_shared<ContainerImpl>();
+    for (const auto& child : module.named_children()) {
+      copy->set_child(child.key(), this->copy(child.value(), path.empty() ? child.key() : path + "." + child.key()));
+    }
+    for (const auto& buffer : module.named_buffers(/*recurse=*/false)) {
+      copy->set_tensor(buffer.key(), this->copy(buffer.value()));
+    }
+    copy->train(module.is_training());
+    return copy;
+  }
+
+  std::shared_ptr<torch::nn::Module> copy_leaf(const torch::nn::Module& module, const std::string& path) {
+    std::shared_ptr<torch::nn::Module> copy;
+    try {
+      copy = module.clone(device_);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, "cannot copy module '", path, "' (", module_type_name(module),
+                  "): ", e.what_without_backtrace());
+    }
+    tie(module.named_parameters(), copy->named_parameters());
+    tie(module.named_buffers(), copy->named_buffers());
+    return copy;
+  }
+
+  /// Each copied tensor whose original was copied before shares that copy's data.
+  void tie(const torch::OrderedDict<std::string, at::Tensor>& originals,
+           const torch::OrderedDict<std::string, at::Tensor>& copies) {
+    for (const auto& original : originals) {
+      const at::Tensor* copy = copies.find(original.key());
+      if (copy == nullptr || !copy->defined()) continue;
+      auto done = tensors_.find(original.value().unsafeGetTensorImpl());
+      if (done == tensors_.end()) {
+        tensors_.emplace(original.value().unsafeGetTensorImpl(), std::make_pair(original.value(), *copy));
+      } else if (!done->second.second.is_same(*copy)) {
+        at::Tensor tied = *copy;
+        tied.set_data(done->second.second);
+      }
+    }
+  }
+
+  c10::optional<torch::Device> device_;
+  std::unordered_map<const torch::nn::Module*, std::shared_ptr<torch::nn::Module>> modules_;
+  /// original -> (original, copy)
+  std::unordered_map<const c10::TensorImpl*, std::pair<at::Tensor, at::Tensor>> tensors_;
+};
+
+std::shared_ptr<torch::nn::Module> ContainerImpl::clone(const c10::optional<torch::Device>& device) const {
+  return TreeCopier(device).copy(std::const_pointer_cast<torch::nn::Module>(shared_from_this()), "");
+}
 
 const bool kContainerRegistered = [] {
   ModuleRegistry::instance().add({"torch.nn.Module", typeid(ContainerImpl),
@@ -125,6 +202,16 @@ GraphModule::GraphModule(std::shared_ptr<torch::nn::Module> root, std::unique_pt
 }
 
 GraphModule::~GraphModule() = default;
+
+std::unique_ptr<GraphModule> GraphModule::deep_copy() const {
+  TreeCopier copier(c10::nullopt);
+  auto copy = std::make_unique<GraphModule>(copier.copy(root_, ""), graph_->clone());
+  c10::IValue::HashAliasedIValueMap memo = copier.value_memo();
+  for (const auto& [path, value] : attributes_) copy->attributes_.emplace(path, value.deepcopy(memo));
+  for (const auto& [name, value] : preserved_) copy->preserved_.emplace(name, value.deepcopy(memo));
+  copy->class_name_ = class_name_;
+  return copy;
+}
 
 void GraphModule::set_graph(std::unique_ptr<Graph> graph) {
   TORCH_CHECK(graph != nullptr, "GraphModule::set_graph: null graph");

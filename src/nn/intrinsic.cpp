@@ -92,9 +92,19 @@ FusedModuleImpl::FusedModuleImpl(FusedKind kind, std::vector<ModulePtr> modules,
               type_list(modules_), "), expected (", type_list(info.module_types), ")");
   TORCH_CHECK(info.adds_second_input == !add_op_.empty(), short_name(info.name),
               info.adds_second_input ? " needs an add op" : " takes no add op");
+  register_modules();
+}
+
+FusedModuleImpl::FusedModuleImpl(const FusedModuleImpl& other, DeepCopy) : kind_(other.kind_), add_op_(other.add_op_) {
+  for (const ModulePtr& m : other.modules_) modules_.push_back(m->clone());
+  register_modules();
+  copy_training_modes(other, *this);
+}
+
+void FusedModuleImpl::register_modules() {
   for (size_t i = 0; i < modules_.size(); ++i) {
     // Python's ConvAddReLU2d holds its relu as attribute `relu`, not as item 1.
-    bool named_relu = info.adds_second_input && i == 1;
+    bool named_relu = fused_kind_info(kind_).adds_second_input && i == 1;
     register_module(named_relu ? "relu" : std::to_string(i), modules_[i]);
   }
 }

@@ -5,6 +5,7 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/namespace.h"
 #include "qfx/ir/python_literals.h"
+#include "qfx/nn/clone.h"
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/ArrayRef.h>
@@ -103,6 +104,9 @@ template <typename Base, size_t Index>
 class Typed final : public Base {
  public:
   using Base::Base;
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    return clone_through<Typed>(static_cast<const Base&>(*this), device);
+  }
 };
 
 template <typename Base, size_t Index, typename... Args>

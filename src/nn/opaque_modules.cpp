@@ -17,6 +17,13 @@ ScriptModuleImpl::ScriptModuleImpl(const torch::jit::Module& module, std::string
   torch::nn::Module::train(module.is_training());
 }
 
+ScriptModuleImpl::ScriptModuleImpl(const ScriptModuleImpl& other, DeepCopy)
+    : ScriptModuleImpl(other.module_->deepcopy(), other.python_class_) {}
+
+std::shared_ptr<torch::nn::Module> ScriptModuleImpl::clone(const c10::optional<torch::Device>& device) const {
+  return clone_through<ScriptModuleImpl>(*this, device);
+}
+
 void ScriptModuleImpl::train(bool on) {
   torch::nn::Module::train(on);
   module_->train(on);
@@ -28,6 +35,17 @@ NestedGraphModuleImpl::NestedGraphModuleImpl(std::unique_ptr<ir::GraphModule> gr
     : torch::nn::Module("GraphModule"),
       graph_module_(std::move(graph_module)),
       python_class_(std::move(python_class)) {}
+
+NestedGraphModuleImpl::NestedGraphModuleImpl(const NestedGraphModuleImpl& other, DeepCopy)
+    : NestedGraphModuleImpl(other.graph_module_->deep_copy(), other.python_class_) {
+  input_quantized_indexes = other.input_quantized_indexes;
+  output_quantized_indexes = other.output_quantized_indexes;
+  train(other.is_training());
+}
+
+std::shared_ptr<torch::nn::Module> NestedGraphModuleImpl::clone(const c10::optional<torch::Device>& device) const {
+  return clone_through<NestedGraphModuleImpl>(*this, device);
+}
 
 c10::IValue NestedGraphModuleImpl::forward(std::vector<c10::IValue> inputs) {
   return ir::Interpreter(*graph_module_).run(inputs);

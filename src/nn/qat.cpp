@@ -110,6 +110,14 @@ QatModuleImpl::QatModuleImpl(std::string type_name, ModulePtr weighted, ModulePt
   torch::nn::Module::train(weighted_->is_training());
 }
 
+QatModuleImpl::QatModuleImpl(const QatModuleImpl& other, DeepCopy)
+    : QatModuleImpl(other.type_name_, other.weighted_->clone(), deep_copy_of(other.bn_), other.relu_,
+                    deep_copy_of(other.weight_fake_quant_), other.source_types_) {
+  freeze_bn_ = other.freeze_bn_;
+  weighted_->train(other.weighted_->is_training());
+  copy_training_modes(other, *this);
+}
+
 void QatModuleImpl::train(bool on) {
   if (!freeze_bn_) {
     torch::nn::Module::train(on);

@@ -183,6 +183,47 @@ QuantizableLSTMImpl::QuantizableLSTMImpl(RecurrentShape shape, std::vector<Obser
   }
 }
 
+namespace {
+
+/// A copy of an observed cell: its Linear layers anew (they hold observers
+/// as children, which clone() would not take) and copies of its observers.
+ObservedLSTMCell copy_cell(const ObservedLSTMCell& cell) {
+  auto linear = [](const std::shared_ptr<torch::nn::Module>& m) {
+    const auto& l = dynamic_cast<const torch::nn::LinearImpl&>(*m);
+    auto copy = float_linear(l.weight, l.bias.defined() ? c10::optional<at::Tensor>(l.bias) : c10::nullopt);
+    copy->train(l.is_training());
+    return copy;
+  };
+  ObservedLSTMCell copy{linear(cell.igates), linear(cell.hgates), {}};
+  for (const auto& observer : cell.observers) copy.observers.push_back(deep_copy_of(observer));
+  return copy;
+}
+
+std::vector<ObservedLSTMCell> copy_cells(const std::vector<ObservedLSTMCell>& cells) {
+  std::vector<ObservedLSTMCell> copies;
+  for (const ObservedLSTMCell& cell : cells) copies.push_back(copy_cell(cell));
+  return copies;
+}
+
+std::vector<QuantizedLSTMCell> copy_cells(const std::vector<QuantizedLSTMCell>& cells) {
+  std::vector<QuantizedLSTMCell> copies;
+  for (const QuantizedLSTMCell& cell : cells) {
+    copies.push_back({deep_copy_of(cell.igates), deep_copy_of(cell.hgates), cell.scales, cell.zero_points});
+  }
+  return copies;
+}
+
+}  // namespace
+
+QuantizableLSTMImpl::QuantizableLSTMImpl(const QuantizableLSTMImpl& other, DeepCopy)
+    : QuantizableLSTMImpl(other.shape_, copy_cells(other.cells_), other.qconfig_) {
+  copy_training_modes(other, *this);
+}
+
+std::shared_ptr<torch::nn::Module> QuantizableLSTMImpl::clone(const c10::optional<torch::Device>& device) const {
+  return clone_through<QuantizableLSTMImpl>(*this, device);
+}
+
 std::shared_ptr<QuantizableLSTMImpl> QuantizableLSTMImpl::from_float(const torch::nn::Module& lstm,
                                                                      const quant::QConfig& qconfig) {
   RecurrentShape shape = recurrent_shape(lstm);
@@ -216,6 +257,22 @@ QuantizedLSTMImpl::QuantizedLSTMImpl(RecurrentShape shape, std::vector<Quantized
     cell->register_module("igates", cells_[i].igates);
     cell->register_module("hgates", cells_[i].hgates);
   }
+}
+
+QuantizedLSTMImpl::QuantizedLSTMImpl(const QuantizedLSTMImpl& other, DeepCopy)
+    : QuantizedLSTMImpl(other.shape_, copy_cells(other.cells_)) {
+  copy_training_modes(other, *this);
+}
+
+std::shared_ptr<torch::nn::Module> QuantizedLSTMImpl::clone(const c10::optional<torch::Device>& device) const {
+  return clone_through<QuantizedLSTMImpl>(*this, device);
+}
+
+std::shared_ptr<torch::nn::Module> DeQuantStubImpl::clone(const c10::optional<torch::Device>& device) const {
+  check_clone_device(device, name());
+  auto copy = std::make_shared<DeQuantStubImpl>();
+  copy->train(is_training());
+  return copy;
 }
 
 std::shared_ptr<QuantizedLSTMImpl> QuantizedLSTMImpl::from_observed(const QuantizableLSTMImpl& observed) {

@@ -161,6 +161,21 @@ QuantizedModuleImpl::QuantizedModuleImpl(std::string type_name, QuantizedCall ca
   }
 }
 
+namespace {
+
+QuantizedAttributes copy_attributes(const QuantizedAttributes& attributes) {
+  QuantizedAttributes copies;
+  for (const auto& [name, value] : attributes) copies.emplace_back(name, deep_copy_value(value));
+  return copies;
+}
+
+}  // namespace
+
+QuantizedModuleImpl::QuantizedModuleImpl(const QuantizedModuleImpl& other, DeepCopy)
+    : QuantizedModuleImpl(other.type_name_, other.call_, copy_attributes(other.attributes_), other.extra_repr_) {
+  train(other.is_training());
+}
+
 const c10::IValue& QuantizedModuleImpl::attribute(const std::string& name) const {
   for (const auto& [key, value] : attributes_) {
     if (key == name) return value;

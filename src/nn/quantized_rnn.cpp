@@ -25,12 +25,18 @@ template <typename FloatImpl>
 class ReferenceRNN final : public ReferenceRNNImpl {
  public:
   using ReferenceRNNImpl::ReferenceRNNImpl;
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    return clone_through<ReferenceRNN>(static_cast<const ReferenceRNNImpl&>(*this), device);
+  }
 };
 
 template <typename FloatImpl>
 class DynamicQuantizedRNN final : public DynamicQuantizedRNNImpl {
  public:
   using DynamicQuantizedRNNImpl::DynamicQuantizedRNNImpl;
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    return clone_through<DynamicQuantizedRNN>(static_cast<const DynamicQuantizedRNNImpl&>(*this), device);
+  }
 };
 
 /// Calls `make<FloatImpl>()` for the LibTorch type `module` is.
@@ -198,6 +204,21 @@ ReferenceRNNImpl::ReferenceRNNImpl(std::shared_ptr<torch::nn::Module> float_modu
   train(float_->is_training());
 }
 
+namespace {
+
+std::map<std::string, WeightQParams> copy_qparams(const std::map<std::string, WeightQParams>& qparams) {
+  std::map<std::string, WeightQParams> copies;
+  for (const auto& [name, q] : qparams) copies.emplace(name, deep_copy_of(q));
+  return copies;
+}
+
+}  // namespace
+
+ReferenceRNNImpl::ReferenceRNNImpl(const ReferenceRNNImpl& other, DeepCopy)
+    : ReferenceRNNImpl(other.float_->clone(), copy_qparams(other.qparams_)) {
+  train(other.is_training());
+}
+
 c10::IValue ReferenceRNNImpl::forward(std::vector<c10::IValue>& inputs) {
   const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*dequantized_);
   TORCH_CHECK(kind != nullptr, "no forward for ", shape_.float_type);
@@ -237,6 +258,23 @@ DynamicQuantizedRNNImpl::DynamicQuantizedRNNImpl(RecurrentShape shape, std::vect
     for (c10::IValue& cell : params) cell_params_.push_back(std::move(cell));
   }
   train(false);
+}
+
+namespace {
+
+std::vector<c10::IValue> copy_values(const std::vector<c10::IValue>& values) {
+  std::vector<c10::IValue> copies;
+  for (const c10::IValue& v : values) copies.push_back(deep_copy_value(v));
+  return copies;
+}
+
+}  // namespace
+
+DynamicQuantizedRNNImpl::DynamicQuantizedRNNImpl(const DynamicQuantizedRNNImpl& other, DeepCopy)
+    : DynamicQuantizedRNNImpl(other.shape_,
+                              copy_values(other.shape_.is_cell() ? other.packed_ : other.cell_params_.vec()),
+                              deep_copy_value(other.bias_ih_), deep_copy_value(other.bias_hh_)) {
+  train(other.is_training());
 }
 
 std::shared_ptr<DynamicQuantizedRNNImpl> DynamicQuantizedRNNImpl::from_reference(const ReferenceRNNImpl& reference) {

@@ -157,6 +157,13 @@ WeightQParams weight_qparams_of(quant::ActivationPostProcess& observer) {
   return q;
 }
 
+WeightQParams deep_copy_of(const WeightQParams& qparams) {
+  WeightQParams copy = qparams;
+  if (copy.scale.defined()) copy.scale = copy.scale.clone();
+  if (copy.zero_point.defined()) copy.zero_point = copy.zero_point.clone();
+  return copy;
+}
+
 at::Tensor quantize_weight(const at::Tensor& weight, const WeightQParams& q) {
   if (q.dtype == c10::kHalf) return weight.to(c10::kHalf);
   if (q.qscheme == c10::kPerTensorAffine) return quant::detail::quantize_tensor(weight, q.scale, q.zero_point, q.dtype);
@@ -179,6 +186,11 @@ ReferenceModuleImpl::ReferenceModuleImpl(std::shared_ptr<torch::nn::Module> floa
   register_buffer("weight_zero_point", qparams_.zero_point);
   register_buffer("weight_axis", at::tensor(static_cast<int32_t>(qparams_.axis)));
   train(float_->is_training());
+}
+
+ReferenceModuleImpl::ReferenceModuleImpl(const ReferenceModuleImpl& other, DeepCopy)
+    : ReferenceModuleImpl(other.float_->clone(), deep_copy_of(other.qparams_)) {
+  train(other.is_training());
 }
 
 at::Tensor ReferenceModuleImpl::weight_dequantized() const {

@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 
 namespace qfx {
 namespace {
@@ -205,6 +206,24 @@ nlohmann::json lstm_qparams(const ir::GraphModule& gm) {
   return cells;
 }
 
+/// The storages of every tensor of a module tree.
+std::set<const void*> storages(const torch::nn::Module& root) {
+  std::set<const void*> out;
+  for (const at::Tensor& t : root.parameters()) out.insert(t.storage().data());
+  for (const at::Tensor& t : root.buffers()) out.insert(t.storage().data());
+  out.erase(nullptr);
+  return out;
+}
+
+/// A deep copy of `gm` that prints as it does and shares no tensor with it.
+std::unique_ptr<ir::GraphModule> checked_copy(const ir::GraphModule& gm, const char* stage) {
+  auto copy = gm.deep_copy();
+  EXPECT_EQ(copy->to_string(), gm.to_string()) << stage;
+  std::set<const void*> theirs = storages(gm.root());
+  for (const void* p : storages(copy->root())) EXPECT_EQ(theirs.count(p), 0u) << stage << ": a tensor is shared";
+  return copy;
+}
+
 class OracleSuite : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OracleSuite, MatchesPyTorch) {
@@ -223,8 +242,15 @@ TEST_P(OracleSuite, MatchesPyTorch) {
     EXPECT_EQ(test::observer_rows(*gm), test::observer_rows(c.record["observers"]));
   }
 
+  // Deep copies at each stage compute what the original did there, whatever
+  // the original goes through afterwards.
+  auto observed_copy = checked_copy(*gm, "observed");
   convert_to_reference_fx(*gm, c.backend, c.prepare_custom(), c.convert_custom());
   c10::IValue reference = ir::Interpreter(*gm).run(c.fresh_inputs());
+  convert_to_reference_fx(*observed_copy, c.backend, c.prepare_custom(), c.convert_custom());
+  EXPECT_EQ(test::max_abs_error(ir::Interpreter(*observed_copy).run(c.fresh_inputs()), reference), 0.0)
+      << "the observed model's copy, converted";
+  auto reference_copy = checked_copy(*gm, "reference");
   if (compare) {
     c10::IValue expected = io::load_value(test::fixture(c.record["reference"]["output"]));
     EXPECT_LE(test::max_relative_error(reference, expected), 1e-6) << "reference model";
@@ -234,6 +260,10 @@ TEST_P(OracleSuite, MatchesPyTorch) {
   options.backend_config = std::make_shared<backend::BackendConfig>(c.backend);
   passes::PassManager().add("lower-to-native").run(*gm, options);
   c10::IValue lowered = ir::Interpreter(*gm).run(c.fresh_inputs());
+  EXPECT_EQ(test::max_abs_error(ir::Interpreter(*reference_copy).run(c.fresh_inputs()), reference), 0.0)
+      << "the reference model's copy";
+  EXPECT_EQ(test::max_abs_error(ir::Interpreter(*checked_copy(*gm, "lowered")).run(c.fresh_inputs()), lowered), 0.0)
+      << "the lowered model's copy";
   EXPECT_EQ(test::max_abs_error(exported_output(*gm, c, GetParam(), lowered), lowered), 0.0) << "exported model";
   if (!compare || c.record["lowered"].contains("error")) {
     // No PyTorch model to compare with: qfx's must stay close to float.

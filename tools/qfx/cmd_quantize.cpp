@@ -107,14 +107,13 @@ nlohmann::json size_rows(const Options& o) {
 }
 
 /// `--report-html`: the report with the sizes and, when there is calibration
-/// data, the per-layer comparison of the float and converted models on up to
-/// four of its batches.
-void write_html_report(const ir::GraphModule& converted, const PrepareCustomConfig& custom, nlohmann::json report,
+/// data, the per-layer comparison of the float model (a copy of it as
+/// imported) and the converted one on up to four of its batches.
+void write_html_report(const ir::GraphModule& converted, ir::GraphModule* float_model, nlohmann::json report,
                        const Options& o, const io::OutputOptions& outputs) {
   report["title"] = "qfx quantize " + std::filesystem::path(o.model).filename().string();
   report["models"] = size_rows(o);
-  if (!o.calib.empty()) {
-    auto float_model = io::import_torchscript(o.model, import_options(custom));
+  if (float_model != nullptr) {
     float_model->root().eval();
     NumericComparison comparison(*float_model, graph_activations(converted));
     io::DataOptions options = o.data_args.resolved();
@@ -155,6 +154,8 @@ void run(const Options& o) {
   auto gm = io::import_torchscript(o.model, import_options(custom));
   std::vector<ReportNode> float_nodes = report_nodes_of(*gm);
   timings["import_s"] = clock.lap();
+  // The float model as imported, for the HTML report's comparison.
+  std::unique_ptr<ir::GraphModule> float_copy = !o.report_html.empty() && !o.calib.empty() ? gm->deep_copy() : nullptr;
   prepare(*gm, mapping, backend, custom, o);
   timings["prepare_s"] = clock.lap();
   if (!o.train.data.empty()) {
@@ -180,7 +181,7 @@ void run(const Options& o) {
   if (o.print) std::cout << gm->to_string() << "\n";
   nlohmann::json report = {{"model", o.model}, {"nodes", nodes}, {"timings", timings}};
   if (!o.report.empty()) io::write_output(o.report, report.dump(1) + "\n", outputs);
-  if (!o.report_html.empty()) write_html_report(*gm, custom, report, o, outputs);
+  if (!o.report_html.empty()) write_html_report(*gm, float_copy.get(), report, o, outputs);
 }
 
 }  // namespace

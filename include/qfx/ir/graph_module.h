@@ -40,6 +40,12 @@ class GraphModule {
   GraphModule(const GraphModule&) = delete;
   GraphModule& operator=(const GraphModule&) = delete;
 
+  /// A deep copy, as Python's `copy.deepcopy(gm)`: the graph, every module
+  /// (through its clone()) and attribute copied; a module or tensor that
+  /// is reached at two places stays one in the copy. c10::Error naming the
+  /// module's path when a module cannot be copied.
+  std::unique_ptr<GraphModule> deep_copy() const;
+
   Graph& graph() { return *graph_; }
   const Graph& graph() const { return *graph_; }
   /// Replaces the graph (the module tree stays).

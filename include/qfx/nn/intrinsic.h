@@ -14,6 +14,8 @@
 ///   fused->module(0);                         // the conv
 /// \endcode
 
+#include "qfx/nn/clone.h"
+
 #include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
@@ -76,8 +78,12 @@ class FusedModuleImpl : public torch::nn::Module {
  protected:
   /// Checks each module's type against the kind's (c10::Error naming both).
   FusedModuleImpl(FusedKind kind, std::vector<ModulePtr> modules, std::string add_op = "");
+  /// A deep copy, each module copied (module 0 may be a reference module by now).
+  FusedModuleImpl(const FusedModuleImpl& other, DeepCopy);
 
  private:
+  void register_modules();
+
   FusedKind kind_;
   std::vector<ModulePtr> modules_;
   std::string add_op_;
@@ -91,6 +97,10 @@ class FusedImpl final : public FusedModuleImpl {
   FusedImpl(ModulePtr a, ModulePtr b) : FusedImpl(std::vector<ModulePtr>{std::move(a), std::move(b)}) {}
   FusedImpl(ModulePtr a, ModulePtr b, ModulePtr c)
       : FusedImpl(std::vector<ModulePtr>{std::move(a), std::move(b), std::move(c)}) {}
+  FusedImpl(const FusedModuleImpl& other, DeepCopy tag) : FusedModuleImpl(other, tag) {}
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    return clone_through<FusedImpl>(static_cast<const FusedModuleImpl&>(*this), device);
+  }
 };
 
 /// ConvAdd2d(conv, add) and ConvAddReLU2d(conv, add, relu), as in Python:
@@ -101,6 +111,10 @@ class ConvAddImpl final : public FusedModuleImpl {
   ConvAddImpl(ModulePtr conv, std::string add_op) : FusedModuleImpl(Kind, {std::move(conv)}, std::move(add_op)) {}
   ConvAddImpl(ModulePtr conv, std::string add_op, ModulePtr relu)
       : FusedModuleImpl(Kind, {std::move(conv), std::move(relu)}, std::move(add_op)) {}
+  ConvAddImpl(const FusedModuleImpl& other, DeepCopy tag) : FusedModuleImpl(other, tag) {}
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    return clone_through<ConvAddImpl>(static_cast<const FusedModuleImpl&>(*this), device);
+  }
 };
 
 using ConvReLU1dImpl = FusedImpl<FusedKind::kConvReLU1d>;

@@ -11,6 +11,7 @@
 ///   `GraphModule(...)`, exports as its own TorchScript module.
 
 #include "qfx/ir/graph_module.h"
+#include "qfx/nn/clone.h"
 
 #include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
@@ -32,6 +33,9 @@ class ScriptModuleImpl : public torch::nn::Module {
   /// `python_class` is the module's Python class (`models.Decoder`); it
   /// prints under its last part.
   ScriptModuleImpl(const torch::jit::Module& module, std::string python_class);
+  /// A deep copy (the script module's deepcopy()).
+  ScriptModuleImpl(const ScriptModuleImpl& other, DeepCopy);
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override;
   c10::IValue forward(std::vector<c10::IValue> inputs);
   /// Sets the mode of this module and of the TorchScript module.
   void train(bool on = true) override;
@@ -51,6 +55,9 @@ class NestedGraphModuleImpl : public torch::nn::Module {
  public:
   /// `python_class` is the class the nested module was imported from.
   NestedGraphModuleImpl(std::unique_ptr<ir::GraphModule> graph_module, std::string python_class);
+  /// A deep copy (GraphModule::deep_copy).
+  NestedGraphModuleImpl(const NestedGraphModuleImpl& other, DeepCopy);
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override;
   c10::IValue forward(std::vector<c10::IValue> inputs);
   ir::GraphModule& graph_module() const { return *graph_module_; }
   /// The Python class it was imported from (`models.Block`).

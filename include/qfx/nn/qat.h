@@ -13,6 +13,7 @@
 ///   qfx::nn::ModulePtr float_module = qat->to_float();   // ConvReLU2d with the batch norm folded in
 /// \endcode
 
+#include "qfx/nn/clone.h"
 #include "qfx/nn/intrinsic.h"
 #include "qfx/quant/observer_base.h"
 #include "qfx/quant/qconfig.h"
@@ -33,6 +34,9 @@ class QatModuleImpl : public torch::nn::Module {
   /// batch norm of ConvBn kinds (else null); `relu`: apply relu last.
   QatModuleImpl(std::string type_name, ModulePtr weighted, ModulePtr bn, bool relu,
                 std::shared_ptr<quant::ActivationPostProcess> weight_fake_quant, std::vector<std::string> source_types);
+  /// A deep copy: float module, batch norm and fake quant copied, the
+  /// weight still the float module's.
+  QatModuleImpl(const QatModuleImpl& other, DeepCopy);
 
   at::Tensor forward(const at::Tensor& x);
   /// As PyTorch: a frozen batch norm keeps its mode (and so does the fake quant).

@@ -18,6 +18,7 @@
 ///   c10::IValue out = q->forward(quantized_inputs);  // (output, (h_n, c_n)), quint8
 /// \endcode
 
+#include "qfx/nn/clone.h"
 #include "qfx/nn/quantized_rnn.h"
 #include "qfx/quant/qconfig.h"
 
@@ -36,6 +37,7 @@ namespace qfx::nn {
 class DeQuantStubImpl : public torch::nn::Module {
  public:
   DeQuantStubImpl() : torch::nn::Module("DeQuantStub") {}
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override;
 };
 
 /// The observed parts of one QuantizableLSTMCell: the input and hidden
@@ -57,6 +59,9 @@ const std::vector<std::string>& lstm_cell_part_names();
 class QuantizableLSTMImpl : public torch::nn::Module {
  public:
   QuantizableLSTMImpl(RecurrentShape shape, std::vector<ObservedLSTMCell> cells, quant::QConfig qconfig);
+  /// A deep copy: Linear layers and observers copied.
+  QuantizableLSTMImpl(const QuantizableLSTMImpl& other, DeepCopy);
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override;
   /// PyTorch's from_float: the float LSTM's weights per layer and direction,
   /// fresh activation observers from `qconfig`.
   static std::shared_ptr<QuantizableLSTMImpl> from_float(const torch::nn::Module& lstm, const quant::QConfig& qconfig);
@@ -87,6 +92,9 @@ struct QuantizedLSTMCell {
 class QuantizedLSTMImpl : public torch::nn::Module {
  public:
   QuantizedLSTMImpl(RecurrentShape shape, std::vector<QuantizedLSTMCell> cells);
+  /// A deep copy: the quantized Linear layers copied.
+  QuantizedLSTMImpl(const QuantizedLSTMImpl& other, DeepCopy);
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override;
   /// PyTorch's from_observed (eager convert of the observed module): each
   /// Linear's weight quantized by a fresh `qconfig.weight` observer.
   static std::shared_ptr<QuantizedLSTMImpl> from_observed(const QuantizableLSTMImpl& observed);

@@ -13,6 +13,7 @@
 ///   at::Tensor y = q->forward({at::quantize_per_tensor(x, 0.05, 128, at::kQUInt8)}).toTensor();
 /// \endcode
 
+#include "qfx/nn/clone.h"
 #include "qfx/quant/qconfig.h"
 
 #include <ATen/core/ivalue.h>
@@ -45,6 +46,8 @@ class QuantizedModuleImpl : public torch::nn::Module {
  public:
   QuantizedModuleImpl(std::string type_name, QuantizedCall call, QuantizedAttributes attributes,
                       std::string extra_repr);
+  /// A deep copy: tensors cloned, packed weights rebuilt from their state.
+  QuantizedModuleImpl(const QuantizedModuleImpl& other, DeepCopy);
 
   /// Runs the op on `inputs` (quantized tensors, or float for dynamic modules).
   c10::IValue forward(const std::vector<c10::IValue>& inputs);

@@ -13,6 +13,7 @@
 ///   c10::IValue out = q->forward(in);  // (output, h_n)
 /// \endcode
 
+#include "qfx/nn/clone.h"
 #include "qfx/nn/reference.h"
 #include "qfx/quant/qconfig.h"
 
@@ -52,6 +53,8 @@ RecurrentShape recurrent_shape(const torch::nn::Module& module);
 class ReferenceRNNImpl : public torch::nn::Module {
  public:
   ReferenceRNNImpl(std::shared_ptr<torch::nn::Module> float_module, std::map<std::string, WeightQParams> qparams);
+  /// A deep copy (the float module and the qparams copied).
+  ReferenceRNNImpl(const ReferenceRNNImpl& other, DeepCopy);
   /// The float module's forward (input and optional initial state).
   c10::IValue forward(std::vector<c10::IValue>& inputs);
   const RecurrentShape& shape() const { return shape_; }
@@ -85,6 +88,8 @@ class DynamicQuantizedRNNImpl : public torch::nn::Module {
   /// `params`: the cell params (LSTM, GRU) or the two packed weights (cells).
   DynamicQuantizedRNNImpl(RecurrentShape shape, std::vector<c10::IValue> params, c10::IValue bias_ih,
                           c10::IValue bias_hh);
+  /// A deep copy (the packed weights rebuilt from their state).
+  DynamicQuantizedRNNImpl(const DynamicQuantizedRNNImpl& other, DeepCopy);
   /// PyTorch's from_reference.
   static std::shared_ptr<DynamicQuantizedRNNImpl> from_reference(const ReferenceRNNImpl& reference);
   /// `inputs`: input and optional initial state, as the float module takes them.

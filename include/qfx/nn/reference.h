@@ -13,6 +13,7 @@
 ///   ref->name();  // "QuantizedLinear(Reference)" in print(gm)
 /// \endcode
 
+#include "qfx/nn/clone.h"
 #include "qfx/quant/observer_base.h"
 
 #include <ATen/core/Tensor.h>
@@ -35,6 +36,8 @@ struct WeightQParams {
   int64_t axis = 0;
 };
 WeightQParams weight_qparams_of(quant::ActivationPostProcess& observer);
+/// A copy with scale and zero point tensors of its own.
+WeightQParams deep_copy_of(const WeightQParams& qparams);
 
 /// Quantizes `weight` with `qparams` (PyTorch's _quantize_weight); float16
 /// converts to half.
@@ -50,6 +53,8 @@ at::Tensor quantize_dequantize_weight(const at::Tensor& weight, const WeightQPar
 class ReferenceModuleImpl : public torch::nn::Module {
  public:
   ReferenceModuleImpl(std::shared_ptr<torch::nn::Module> float_module, WeightQParams qparams);
+  /// A deep copy (the float module and the qparams copied).
+  ReferenceModuleImpl(const ReferenceModuleImpl& other, DeepCopy);
   /// `extra`: EmbeddingBag's offsets and per-sample weights (undefined: none).
   at::Tensor forward(const at::Tensor& x, const std::vector<at::Tensor>& extra = {});
   /// The weight as the quantized kernels see it (quantize-dequantize).

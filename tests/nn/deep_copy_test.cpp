@@ -1,0 +1,131 @@
+// GraphModule::deep_copy and the clone() of qfx's modules: a copy computes
+// what the original does, shares no tensor with it, keeps the sharing inside
+// the tree (a module at two paths, a weight two modules hold), and a module
+// that cannot be copied is named by its path.
+
+#include "qfx/ir/graph_module.h"
+#include "qfx/ir/interpreter.h"
+#include "qfx/ir/module_registry.h"
+#include "qfx/ir/parser.h"
+#include "qfx/nn/intrinsic.h"
+#include "qfx/nn/quantized.h"
+#include "qfx/nn/reference.h"
+#include "qfx/quant/qconfig.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/linear.h>
+
+#include <set>
+
+namespace qfx::nn {
+namespace {
+
+/// The storages of every tensor under `module`.
+std::set<const void*> storages(const torch::nn::Module& module) {
+  std::set<const void*> out;
+  for (const at::Tensor& t : module.parameters()) out.insert(t.storage().data());
+  for (const at::Tensor& t : module.buffers()) out.insert(t.storage().data());
+  return out;
+}
+
+bool shares_storage(const torch::nn::Module& a, const torch::nn::Module& b) {
+  std::set<const void*> left = storages(a);
+  for (const void* p : storages(b)) {
+    if (p != nullptr && left.count(p) != 0) return true;
+  }
+  return false;
+}
+
+WeightQParams qparams_for(const at::Tensor& weight) {
+  auto observer = quant::get_default_qconfig("onednn").weight.make();
+  observer->forward(weight);
+  return weight_qparams_of(*observer);
+}
+
+TEST(DeepCopy, KeepsSharingInsideTheTree) {
+  torch::NoGradGuard no_grad;
+  auto fc = torch::nn::Linear(4, 3).ptr();
+  auto relu = torch::nn::ReLU().ptr();
+  ir::GraphModule gm;
+  gm.add_submodule("fc", fc);
+  gm.add_submodule("ref", reference_from_float(fc, qparams_for(fc->weight)));  // holds fc's weight
+  gm.add_submodule("block.act", relu);
+  gm.add_submodule("block.again", relu);  // one module at two paths
+  auto copy = gm.deep_copy();
+
+  EXPECT_EQ(copy->get_submodule("block.act"), copy->get_submodule("block.again"));
+  EXPECT_NE(copy->get_submodule("block.act"), relu);
+  at::Tensor fc_weight = copy->get_attr("fc.weight").toTensor();
+  at::Tensor ref_weight = copy->get_attr("ref.weight").toTensor();
+  EXPECT_EQ(fc_weight.data_ptr(), ref_weight.data_ptr()) << "the weight both modules hold stays one";
+  EXPECT_FALSE(shares_storage(gm.root(), copy->root()));
+  fc_weight.fill_(0.5);  // the copy's weight, seen by the copy's reference module only
+  EXPECT_TRUE(at::equal(ref_weight, at::full_like(ref_weight, 0.5)));
+  EXPECT_FALSE(at::equal(fc->weight, at::full_like(fc->weight, 0.5)));
+}
+
+TEST(DeepCopy, CopiesComputeAsTheOriginalAndStayApart) {
+  torch::NoGradGuard no_grad;
+  at::manual_seed(0);
+  auto linear = torch::nn::Linear(8, 4).ptr();
+  auto ref = reference_from_float(linear, qparams_for(linear->weight));
+  auto fused = make_fused_module(FusedKind::kLinearReLU, {linear, torch::nn::ReLU().ptr()});
+  std::dynamic_pointer_cast<FusedModuleImpl>(fused)->set_module(0, ref);  // as convert leaves it
+  auto quantized = quantized_from_reference("torch.ao.nn.intrinsic.quantized.LinearReLU", *fused, {{0.05, 3}});
+  at::Tensor x = at::quantize_per_tensor(at::randn({2, 8}), 0.1, 128, at::kQUInt8);
+
+  for (const std::shared_ptr<torch::nn::Module>& original :
+       std::vector<std::shared_ptr<torch::nn::Module>>{fused, quantized}) {
+    auto copy = original->clone();
+    EXPECT_EQ(ir::module_type_name(*copy), ir::module_type_name(*original));
+    EXPECT_EQ(ir::module_repr(*copy), ir::module_repr(*original));
+    EXPECT_FALSE(shares_storage(*original, *copy));
+    const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*original);
+    std::vector<c10::IValue> in{original == quantized ? x : x.dequantize()};
+    at::Tensor expected = kind->forward(*original, in).toTensor();
+    at::Tensor copied = kind->forward(*copy, in).toTensor();
+    EXPECT_TRUE(at::equal(copied.is_quantized() ? copied.int_repr() : copied,
+                          expected.is_quantized() ? expected.int_repr() : expected));
+  }
+  auto copy = quantized->clone();
+  EXPECT_NE(&dynamic_cast<QuantizedModuleImpl&>(*copy).attribute("_packed_params").toObjectRef(),
+            &quantized->attribute("_packed_params").toObjectRef())
+      << "packed weights rebuilt, not shared";
+}
+
+struct Uncopyable : torch::nn::Module {};
+
+TEST(DeepCopy, NamesTheModuleItCannotCopy) {
+  ir::GraphModule gm;
+  gm.add_submodule("features.custom", std::make_shared<Uncopyable>());
+  try {
+    gm.deep_copy();
+    FAIL() << "copied a module without clone()";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot copy module 'features.custom'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeepCopy, CopiesGraphAndAttributes) {
+  ir::GraphModule gm;
+  gm.add_submodule("fc", torch::nn::Linear(2, 2).ptr());
+  ir::Node* x = gm.graph().placeholder("x");
+  gm.graph().output(gm.graph().call_module("fc", {x}));
+  gm.set_attr("packed", c10::IValue(std::vector<int64_t>{1, 2}));
+  gm.preserved_attributes()["kept"] = at::ones({2});
+  gm.set_class_name("Net");
+  auto copy = gm.deep_copy();
+  EXPECT_EQ(copy->to_string(), gm.to_string());
+  EXPECT_NE(&copy->graph(), &gm.graph());
+  EXPECT_EQ(copy->get_attr("packed").toIntVector(), std::vector<int64_t>({1, 2}));
+  at::Tensor kept = copy->preserved_attributes().at("kept").toTensor();
+  EXPECT_NE(kept.data_ptr(), gm.preserved_attributes().at("kept").toTensor().data_ptr());
+  at::Tensor in = at::randn({1, 2});
+  EXPECT_TRUE(at::equal(ir::Interpreter(*copy).run({in}).toTensor(), ir::Interpreter(gm).run({in}).toTensor()));
+}
+
+}  // namespace
+}  // namespace qfx::nn
