@@ -37,7 +37,9 @@ std::vector<ir::Argument> match_all_values(const pattern::PatternMatch& m) {
 
 const char* const kConvAddKinds[] = {"conv_add", "conv_bn_add", "conv_add_relu", "conv_bn_add_relu"};
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_builtins() {
   BackendRegistry& registry = BackendRegistry::instance();
   for (const char* kind : kConvAddKinds) {
     for (const char* side : {"left", "right"}) {
@@ -45,8 +47,9 @@ const bool kRegistered = [] {
       registry.add_extra_inputs_getter(std::string("_") + kind + "_extra_inputs_getter_" + side, match_all_values);
     }
   }
-  return true;
-}();
+}
+
+namespace {
 
 /// conv (+ bn) + add (+ relu), the conv on the add's `side`, as PyTorch's onednn.py.
 BackendPatternConfig conv_add_config(bool with_bn, bool with_relu, const std::string& add_op, const std::string& side,

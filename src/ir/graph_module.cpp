@@ -7,6 +7,8 @@
 
 #include "qfx/ir/module_registry.h"
 
+#include "builtin_registrations.h"
+
 #include <c10/util/Exception.h>
 #include <typeinfo>
 #include <unordered_map>
@@ -139,14 +141,17 @@ std::shared_ptr<torch::nn::Module> ContainerImpl::clone(const c10::optional<torc
   return TreeCopier(device).copy(std::const_pointer_cast<torch::nn::Module>(shared_from_this()), "");
 }
 
-const bool kContainerRegistered = [] {
+}  // namespace
+
+void register_container_kind() {
   ModuleRegistry::instance().add({"torch.nn.Module", typeid(ContainerImpl),
                                   [](torch::nn::Module&, std::vector<c10::IValue>&) -> c10::IValue {
                                     TORCH_CHECK(false, "torch.nn.Module() has no forward");
                                   },
                                   nullptr, "Module"});
-  return true;
-}();
+}
+
+namespace {
 
 std::pair<std::string, std::string> split_last(const std::string& path) {
   size_t dot = path.rfind('.');

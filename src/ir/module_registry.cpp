@@ -3,6 +3,8 @@
 
 #include "qfx/ir/module_registry.h"
 
+#include "builtin_registrations.h"
+
 #include <c10/util/Exception.h>
 #include <torch/nn/module.h>
 
@@ -91,6 +93,13 @@ std::string module_repr(const torch::nn::Module& module) {
     out += "\n";
   }
   return out + ")";
+}
+
+void register_builtins() {
+  register_functional_ops();
+  register_torch_ops();
+  register_tensor_methods();
+  register_container_kind();
 }
 
 }  // namespace qfx::ir

@@ -4,6 +4,8 @@
 
 #include "qfx/ir/op_registry.h"
 
+#include "builtin_registrations.h"
+
 #include <ATen/ATen.h>
 
 namespace qfx::ir {
@@ -167,7 +169,9 @@ at::Tensor pad(A a) {
   return at::pad(x, pads, m, m == "constant" ? c10::optional<double>(value) : c10::nullopt);
 }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_functional_ops() {
   OpRegistry::functions().add({
       {"torch.nn.functional.relu", [](A a) -> c10::IValue { return relu(a); }},
       {"torch.nn.functional.relu6", [](A a) -> c10::IValue { return hardtanh(a, 0.0, 6.0, 1); }},
@@ -249,8 +253,6 @@ const bool kRegistered = [] {
       {"torch.nn.functional.embedding", [](A a) -> c10::IValue { return embedding(a); }},
       {"torch.nn.functional.pad", [](A a) -> c10::IValue { return pad(a); }},
   });
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace qfx::ir

@@ -1,6 +1,7 @@
 // call_method rows: Tensor methods by name. args[0] is the tensor (`self`);
 // the rest follow the Python method's signature.
 
+#include "builtin_registrations.h"
 #include "ops_common.h"
 
 #include <ATen/ATen.h>
@@ -58,7 +59,9 @@ c10::IValue arith_inplace(A a, BinaryOp op) {
 
 c10::IValue sequence(std::vector<at::Tensor> parts) { return c10::List<at::Tensor>(parts); }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_tensor_methods() {
   OpRegistry::methods().add({
       {"size", size},
       {"dim", [](A a) -> c10::IValue { return self(a).dim(); }},
@@ -134,8 +137,6 @@ const bool kRegistered = [] {
       {"clone", [](A a) -> c10::IValue { return self(a).clone(); }},
       {"type_as", [](A a) -> c10::IValue { return self(a).type_as(a.tensor(1, "other")); }},
   });
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace qfx::ir

@@ -1,6 +1,7 @@
 // call_function rows for `torch.*` functions, Python's `operator` module and
 // the `getattr` builtin, with the Python signatures' names and defaults.
 
+#include "builtin_registrations.h"
 #include "ops_common.h"
 
 #include <ATen/ATen.h>
@@ -59,7 +60,9 @@ c10::IValue python_getattr(A a) {
   TORCH_CHECK(false, "getattr: unsupported Tensor attribute '", name, "'");
 }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_torch_ops() {
   OpRegistry::functions().add({
       {"operator.add", [](A a) { return arithmetic(a, BinaryOp::kAdd, "a", "b"); }},
       {"operator.sub", [](A a) { return arithmetic(a, BinaryOp::kSub, "a", "b"); }},
@@ -165,8 +168,6 @@ const bool kRegistered = [] {
          return c10::IValue();
        }},
   });
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace qfx::ir

@@ -6,6 +6,7 @@
 #include "qfx/backend/backend_registry.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/fusion.h"
+#include "module_kinds.h"
 
 #include <c10/util/Exception.h>
 
@@ -57,7 +58,9 @@ ModulePtr fuse_linear_bn_leaky_relu(bool is_qat, const Parts& parts) {
 
 constexpr bool kConcurrent = true;  // each builds a module from its parts only
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_fuser_methods() {
   backend::BackendRegistry& registry = backend::BackendRegistry::instance();
   registry.add_fuser_method(
       "fuse_conv_bn",
@@ -97,8 +100,6 @@ const bool kRegistered = [] {
     }
   }
   registry.add_fuser_method("_fuse_linear_bn_leaky_relu", fuse_linear_bn_leaky_relu, kConcurrent);
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace qfx::nn

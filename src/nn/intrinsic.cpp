@@ -6,6 +6,7 @@
 
 #include "qfx/backend/backend_registry.h"
 #include "qfx/ir/module_registry.h"
+#include "module_kinds.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -183,7 +184,9 @@ backend::FusedModuleFactory factory_of(FusedKind kind) {
 }
 
 // clang-format off
-const bool kRegistered = [] {
+}  // namespace
+
+void register_fused_kinds() {
 #define QFX_FUSED_KIND(Name) add_module_kind<Name##Impl>(fused_kind_info(FusedKind::k##Name).name);
   QFX_FUSED_KIND(ConvReLU1d) QFX_FUSED_KIND(ConvReLU2d) QFX_FUSED_KIND(ConvReLU3d)
   QFX_FUSED_KIND(ConvBn1d) QFX_FUSED_KIND(ConvBn2d) QFX_FUSED_KIND(ConvBn3d)
@@ -194,8 +197,9 @@ const bool kRegistered = [] {
   for (FusedKind kind : fused_kinds()) {
     backend::BackendRegistry::instance().add_fused_module(fused_kind_info(kind).name, factory_of(kind));
   }
-  return true;
-}();
+}
+
+namespace {
 // clang-format on
 
 }  // namespace

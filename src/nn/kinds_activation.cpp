@@ -24,7 +24,9 @@ at::Tensor activation_fresh(const Impl&, const at::Tensor& x) {
   return Impl::out_of_place(x);
 }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_activation_kinds() {
   add_inplace_kind<torch::nn::ReLUImpl>(
       "torch.nn.ReLU",
       [](const torch::nn::Module& m) { return inplace_only(as<torch::nn::ReLUImpl>(m).options.inplace()); },
@@ -74,8 +76,6 @@ const bool kRegistered = [] {
   add_kind<torch::nn::SoftmaxImpl>("torch.nn.Softmax", [](const torch::nn::Module& m) {
     return "dim=" + std::to_string(as<torch::nn::SoftmaxImpl>(m).options.dim());
   });
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace qfx::nn

@@ -45,7 +45,9 @@ void add_conv(const std::string& name) {
   add_kind<Impl>(name, [](const torch::nn::Module& m) { return conv_repr(as<Impl>(m).options); });
 }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_linear_conv_kinds() {
   add_kind<torch::nn::LinearImpl>("torch.nn.Linear", linear_repr);
   add_conv<torch::nn::Conv1dImpl>("torch.nn.Conv1d");
   add_conv<torch::nn::Conv2dImpl>("torch.nn.Conv2d");
@@ -53,8 +55,6 @@ const bool kRegistered = [] {
   add_conv<torch::nn::ConvTranspose1dImpl>("torch.nn.ConvTranspose1d");
   add_conv<torch::nn::ConvTranspose2dImpl>("torch.nn.ConvTranspose2d");
   add_conv<torch::nn::ConvTranspose3dImpl>("torch.nn.ConvTranspose3d");
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace qfx::nn

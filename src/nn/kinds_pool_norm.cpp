@@ -99,7 +99,9 @@ c10::IValue embedding_bag_forward(torch::nn::Module& m, std::vector<c10::IValue>
   return dynamic_cast<torch::nn::EmbeddingBagImpl&>(m).forward(in[0].toTensor(), tensor_or_none(1), tensor_or_none(2));
 }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_pool_norm_kinds() {
   add_max_pool<torch::nn::MaxPool1dImpl>("torch.nn.MaxPool1d");
   add_max_pool<torch::nn::MaxPool2dImpl>("torch.nn.MaxPool2d");
   add_max_pool<torch::nn::MaxPool3dImpl>("torch.nn.MaxPool3d");
@@ -128,10 +130,7 @@ const bool kRegistered = [] {
     return "p=" + py_float(o.p()) + ", inplace=" + py_bool(o.inplace());
   });
   add_kind<torch::nn::IdentityImpl>("torch.nn.Identity", [](const torch::nn::Module&) { return ""; });
-  return true;
-}();
-
-}  // namespace
+}
 
 std::vector<std::string> float_module_names() {
   std::vector<std::string> names;

@@ -81,7 +81,9 @@ c10::IValue cell_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
   return dynamic_cast<Impl&>(m).forward(in[0].toTensor(), hx ? hx->toTensor() : at::Tensor());
 }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_rnn_kinds() {
   detail::add_kind<torch::nn::LSTMImpl>("torch.nn.LSTM", rnn_repr<torch::nn::LSTMImpl>, lstm_forward);
   detail::add_kind<torch::nn::GRUImpl>("torch.nn.GRU", rnn_repr<torch::nn::GRUImpl>,
                                        single_state_forward<torch::nn::GRUImpl>);
@@ -92,8 +94,6 @@ const bool kRegistered = [] {
                                            cell_forward<torch::nn::GRUCellImpl>);
   detail::add_kind<torch::nn::RNNCellImpl>("torch.nn.RNNCell", cell_repr<torch::nn::RNNCellImpl>,
                                            cell_forward<torch::nn::RNNCellImpl>);
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace qfx::nn

@@ -17,6 +17,25 @@
 #include <utility>
 #include <vector>
 
+namespace qfx::nn {
+
+// The registration functions of nn's built-ins, one per file that defines
+// them; nn::register_builtins() calls them in this order.
+void register_linear_conv_kinds();    // kinds_linear_conv.cpp: torch.nn.Linear, Conv*
+void register_pool_norm_kinds();      // kinds_pool_norm.cpp: pooling, normalization, dropout, ...
+void register_activation_kinds();     // kinds_activation.cpp: ReLU, Hardswish, ...
+void register_rnn_kinds();            // kinds_rnn.cpp: LSTM, GRU, RNN cells
+void register_opaque_kinds();         // opaque_modules.cpp: script and nested graph modules
+void register_fused_kinds();          // intrinsic.cpp: torch.ao.nn.intrinsic.*
+void register_fuser_methods();        // fuser_methods.cpp: fuse_conv_bn, ... (backend registry)
+void register_qat_kinds();            // qat.cpp: torch.ao.nn.qat.*, intrinsic.qat.*
+void register_reference_kinds();      // reference.cpp: torch.ao.nn.quantized.reference.*
+void register_quantized_kinds();      // quantized_module.cpp: torch.ao.nn.quantized.*
+void register_quantized_rnn_kinds();  // quantized_rnn.cpp: reference and dynamic RNNs
+void register_lstm_kinds();           // quantizable_lstm.cpp: custom module LSTM, DeQuantStub
+
+}  // namespace qfx::nn
+
 namespace qfx::nn::detail {
 
 template <typename Impl>

@@ -83,7 +83,9 @@ std::string nested_children(const torch::nn::Module& m) {
   return out;
 }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_opaque_kinds() {
   ir::ModuleRegistry::instance().add({"torch.jit.ScriptModule", typeid(ScriptModuleImpl),
                                       [](torch::nn::Module& m, std::vector<c10::IValue>& in) {
                                         return dynamic_cast<ScriptModuleImpl&>(m).forward(in);
@@ -94,8 +96,6 @@ const bool kRegistered = [] {
                                         return dynamic_cast<NestedGraphModuleImpl&>(m).forward(in);
                                       },
                                       nested_children, "GraphModule"});
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace qfx::nn

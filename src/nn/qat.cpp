@@ -79,11 +79,14 @@ void register_kinds(std::index_sequence<I...>) {
    ...);
 }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_qat_kinds() {
   TORCH_CHECK(qat_types().size() == kTypeCount, "qat_types() and kTypeCount disagree");
   register_kinds(std::make_index_sequence<kTypeCount>());
-  return true;
-}();
+}
+
+namespace {
 
 at::Tensor param(const torch::nn::Module& m, const char* name) {
   auto params = m.named_parameters(false);  // find() points into this dict

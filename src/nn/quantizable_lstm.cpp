@@ -301,9 +301,7 @@ c10::IValue QuantizedLSTMImpl::forward(std::vector<c10::IValue>& inputs) {
       inputs);
 }
 
-namespace {
-
-const bool kRegistered = [] {
+void register_lstm_kinds() {
   ir::ModuleRegistry::instance().add({"torch.ao.quantization.DeQuantStub", typeid(DeQuantStubImpl),
                                       [](torch::nn::Module&, std::vector<c10::IValue>& in) { return in.at(0); },
                                       nullptr, "DeQuantStub"});
@@ -330,8 +328,6 @@ const bool kRegistered = [] {
          TORCH_CHECK(lstm != nullptr, "torch.ao.nn.quantized.LSTM.from_observed takes a torch.ao.nn.quantizable.LSTM");
          return QuantizedLSTMImpl::from_observed(*lstm);
        }});
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace qfx::nn

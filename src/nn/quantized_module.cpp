@@ -63,10 +63,11 @@ void register_kinds(std::index_sequence<I...>) {
    ...);
 }
 
-const bool kRegistered = [] {
-  register_kinds(std::make_index_sequence<std::size(kQuantizedTypes)>());
-  return true;
-}();
+}  // namespace
+
+void register_quantized_kinds() { register_kinds(std::make_index_sequence<std::size(kQuantizedTypes)>()); }
+
+namespace {
 
 /// `=False`, `=True`, `=None`, `=<int>`.
 c10::IValue literal(const std::string& text) {

@@ -122,14 +122,17 @@ void register_kinds(const std::string& name) {
                 forward_of<DynamicQuantizedRNNImpl>, repr, "DynamicQuantized" + name});
 }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_quantized_rnn_kinds() {
   register_kinds<torch::nn::LSTMImpl>("LSTM");
   register_kinds<torch::nn::GRUImpl>("GRU");
   register_kinds<torch::nn::LSTMCellImpl>("LSTMCell");
   register_kinds<torch::nn::GRUCellImpl>("GRUCell");
   register_kinds<torch::nn::RNNCellImpl>("RNNCell");
-  return true;
-}();
+}
+
+namespace {
 
 /// The packed weights of one layer and direction (`suffix`: `_l0`, `_l1_reverse`,
 /// or "" for a cell), and its biases.

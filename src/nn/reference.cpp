@@ -67,12 +67,9 @@ void register_kinds(std::index_sequence<I...>) {
    ...);
 }
 
-const bool kRegistered = [] {
-  register_kinds(std::make_index_sequence<std::size(kReferenceTypes)>());
-  return true;
-}();
-
 }  // namespace
+
+void register_reference_kinds() { register_kinds(std::make_index_sequence<std::size(kReferenceTypes)>()); }
 
 namespace detail {
 

@@ -220,14 +220,14 @@ void add_module_kinds() {
                                              no_repr);
 }
 
-const bool kRegistered = [] {
+}  // namespace
+
+void register_builtins() {
   ObserverRegistry& r = ObserverRegistry::instance();
   add_observers(r);
   add_simple_observers(r);
   add_fake_quantizers(r);
   add_module_kinds();
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace qfx::quant

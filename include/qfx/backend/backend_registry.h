@@ -94,4 +94,9 @@ ir::Node* root_node_of(const BackendPatternConfig& config, const pattern::Patter
 /// The extra inputs of a match: the config's extra-inputs getter, or none.
 std::vector<ir::Argument> extra_inputs_of(const BackendPatternConfig& config, const pattern::PatternMatch& match);
 
+/// Registers backend's built-ins: the named functions the built-in
+/// BackendConfigs refer to (onednn's conv-add root-node and extra-inputs
+/// getters). Part of qfx::register_builtins() (qfx/builtins.h).
+void register_builtins();
+
 }  // namespace qfx::backend

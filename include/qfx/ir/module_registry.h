@@ -66,6 +66,11 @@ class ModuleRegistry {
   std::unordered_map<std::string, const ModuleKind*> by_name_;
 };
 
+/// Registers ir's built-ins: the torch functions, operators and tensor
+/// methods the interpreter runs, and the container module kind
+/// (`torch.nn.Module()`). Part of qfx::register_builtins() (qfx/builtins.h).
+void register_builtins();
+
 /// The qualified name of a module's type, or its C++ name if unregistered.
 std::string module_type_name(const torch::nn::Module& module);
 

@@ -166,4 +166,9 @@ class ObserverRegistry {
   std::vector<std::pair<std::string, ObserverFactory>> classes_;
 };
 
+/// Registers quant's built-ins: PyTorch's observer and fake-quantize
+/// classes, as ObserverRegistry classes and as module kinds. Part of
+/// qfx::register_builtins() (qfx/builtins.h).
+void register_builtins();
+
 }  // namespace qfx::quant
