@@ -5,6 +5,6 @@
 
 namespace qfx::passes {
 
-bool dce(ir::GraphModule& gm, const PassOptions& /*options*/) { return gm.graph().eliminate_dead_code(); }
+bool dce(ir::GraphModule& gm) { return gm.graph().eliminate_dead_code(); }
 
 }  // namespace qfx::passes

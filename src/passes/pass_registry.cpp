@@ -9,24 +9,78 @@
 
 namespace qfx::passes {
 
-const backend::BackendConfig& PassOptions::backend() const {
+const backend::BackendConfig& BackendOption::backend() const {
   if (backend_config) return *backend_config;
   static const backend::BackendConfig native = backend::get_native_backend_config();
   return native;
 }
 
+FuseOptions FuseOptions::of(const PassOptions& p) {
+  FuseOptions o;
+  o.backend_config = p.backend_config;
+  o.is_qat = p.is_qat;
+  o.explain = p.explain;
+  o.jobs = p.jobs;
+  return o;
+}
+
+SwapQatModulesOptions SwapQatModulesOptions::of(const PassOptions& p) {
+  SwapQatModulesOptions o;
+  o.backend_config = p.backend_config;
+  o.qconfig_mapping = p.qconfig_mapping;
+  return o;
+}
+
+InsertObserversOptions InsertObserversOptions::of(const PassOptions& p) {
+  InsertObserversOptions o;
+  o.backend_config = p.backend_config;
+  o.qconfig_mapping = p.qconfig_mapping;
+  o.is_qat = p.is_qat;
+  o.input_quantized_indexes = p.input_quantized_indexes;
+  o.output_quantized_indexes = p.output_quantized_indexes;
+  o.prepare_custom_config = p.prepare_custom_config;
+  o.is_standalone = p.is_standalone;
+  o.explain = p.explain;
+  return o;
+}
+
+ConvertToReferenceOptions ConvertToReferenceOptions::of(const PassOptions& p) {
+  ConvertToReferenceOptions o;
+  o.backend_config = p.backend_config;
+  o.input_quantized_indexes = p.input_quantized_indexes;
+  o.output_quantized_indexes = p.output_quantized_indexes;
+  o.convert_custom_config = p.convert_custom_config;
+  o.jobs = p.jobs;
+  return o;
+}
+
+LowerToNativeOptions LowerToNativeOptions::of(const PassOptions& p) { return {p.explain, p.jobs}; }
+
+namespace {
+
+/// The registry's form of a pass that takes options `O`.
+template <typename O, bool (*Pass)(ir::GraphModule&, const O&)>
+bool with_own_options(ir::GraphModule& gm, const PassOptions& pipeline) {
+  return Pass(gm, O::of(pipeline));
+}
+
+bool dce_pass(ir::GraphModule& gm, const PassOptions&) { return dce(gm); }
+
+}  // namespace
+
 const std::vector<PassInfo>& pass_registry() {
   static const std::vector<PassInfo> passes = {
-      {"fuse", "fuse the BackendConfig's fusion patterns into fused modules (fuse_fx)", &fuse},
+      {"fuse", "fuse the BackendConfig's fusion patterns into fused modules (fuse_fx)",
+       &with_own_options<FuseOptions, fuse>},
       {"swap-qat-modules", "modules with a qconfig become the BackendConfig's QAT modules (prepare_qat_fx)",
-       &swap_qat_modules},
+       &with_own_options<SwapQatModulesOptions, swap_qat_modules>},
       {"insert-observers", "insert observers where the QConfigMapping and the BackendConfig allow (prepare_fx)",
-       &insert_observers},
+       &with_own_options<InsertObserversOptions, insert_observers>},
       {"convert-to-reference", "observers to quantize/dequantize, weighted modules to reference modules",
-       &convert_to_reference},
+       &with_own_options<ConvertToReferenceOptions, convert_to_reference>},
       {"lower-to-native", "reference patterns to quantized modules and ops with prepacked weights (convert_fx)",
-       &lower_to_native},
-      {"dce", "remove nodes whose values are not used", &dce},
+       &with_own_options<LowerToNativeOptions, lower_to_native>},
+      {"dce", "remove nodes whose values are not used", &dce_pass},
   };
   return passes;
 }

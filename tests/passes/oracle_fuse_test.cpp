@@ -28,8 +28,8 @@ std::ostream& operator<<(std::ostream& os, const FuseCase& c) { return os << c.n
 
 class OracleFuse : public ::testing::TestWithParam<FuseCase> {};
 
-PassOptions options_for(const nlohmann::json& record) {
-  PassOptions options;
+FuseOptions options_for(const nlohmann::json& record) {
+  FuseOptions options;
   options.is_qat = record["is_qat"];
   options.backend_config = std::make_shared<backend::BackendConfig>(
       record["backend"] == "native"

@@ -34,8 +34,8 @@ std::unique_ptr<ir::GraphModule> linear_sigmoid() {
   return gm;
 }
 
-PassOptions global_qconfig(const quant::QConfig& qconfig) {
-  PassOptions options;
+InsertObserversOptions global_qconfig(const quant::QConfig& qconfig) {
+  InsertObserversOptions options;
   options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(quant::QConfigMapping().set_global(qconfig));
   return options;
 }
@@ -142,7 +142,7 @@ TEST(InsertObservers, ValuesFeedingShapeArgumentsGiveOneWarning) {
 /// runs torch.nn.Linear only under `input_constraints`.
 std::string constraint_warning(const std::string& input_constraints) {
   auto gm = linear_sigmoid();
-  PassOptions options = global_qconfig(quant::get_default_qconfig("onednn"));
+  InsertObserversOptions options = global_qconfig(quant::get_default_qconfig("onednn"));
   options.backend_config =
       std::make_shared<backend::BackendConfig>(backend::backend_config_from_json(nlohmann::json::parse(
           R"({"name": "strict", "configs": [{"pattern": "torch.nn.Linear", "observation_type":
@@ -190,11 +190,11 @@ TEST(InsertObservers, ConvTransposeWithPerChannelWeightsStaysFloat) {
 
 TEST(InsertObservers, NoQConfigNoObservers) {
   auto gm = linear_sigmoid();
-  PassOptions options;
+  InsertObserversOptions options;
   options.qconfig_mapping = std::make_shared<quant::QConfigMapping>();
   EXPECT_FALSE(insert_observers(*gm, options));
   EXPECT_EQ(gm->graph().size(), 4u);
-  EXPECT_NE(test::error_of([&] { insert_observers(*gm, PassOptions{}); }).find("needs a QConfigMapping"),
+  EXPECT_NE(test::error_of([&] { insert_observers(*gm, InsertObserversOptions{}); }).find("needs a QConfigMapping"),
             std::string::npos);
 }
 
@@ -206,10 +206,10 @@ TEST(InsertObservers, MismatchedFusedQConfigsAreAnError) {
     return relu)"));
   gm->add_submodule("linear", torch::nn::Linear(4, 4).ptr());
   gm->add_submodule("relu", torch::nn::ReLU().ptr());
-  PassOptions options;
+  InsertObserversOptions options;
   options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(
       quant::QConfigMapping().set_object_type("torch.nn.Linear", quant::get_default_qconfig("onednn")));
-  fuse(*gm, options);
+  fuse(*gm);
   EXPECT_NE(test::error_of([&] { insert_observers(*gm, options); })
                 .find("During fusion, we need to specify the same qconfigs for all module types in "
                       "torch.ao.nn.intrinsic.LinearReLU offending type: torch.nn.ReLU"),

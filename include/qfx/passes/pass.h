@@ -1,8 +1,8 @@
 #pragma once
 /// \file
-/// Passes: each one a function `bool pass(GraphModule&, const PassOptions&)`
-/// that rewrites a GraphModule in place and returns true when it changed
-/// something. The registry lists every pass under a kebab-case name with a
+/// Passes: each one a function `bool pass(GraphModule&, const XOptions&)`
+/// (its own options struct) that rewrites a GraphModule in place and returns
+/// true when it changed something. The registry lists every pass under a kebab-case name with a
 /// one-line summary; PassManager (pass_manager.h) runs a pipeline of them.
 
 #include "qfx/backend/backend_config.h"
@@ -23,7 +23,9 @@ namespace qfx::passes {
 
 class JobRunner;
 
-/// What passes may read: the backend, the user's qconfigs, the mode.
+/// A pipeline's settings (`qfx opt`'s flags, quantize.h's arguments). Each
+/// pass reads only its own options struct below; the registry's row of a
+/// pass takes its part of these.
 struct PassOptions {
   /// What the backend runs; null means the native backend (PyTorch's default).
   std::shared_ptr<const backend::BackendConfig> backend_config;
@@ -49,12 +51,60 @@ struct PassOptions {
   /// Runs the passes' independent jobs (pass_jobs.h); null runs each job
   /// when the pass takes its result. The PassManager sets its own.
   JobRunner* jobs = nullptr;
+};
 
+/// The backend a pass reads.
+struct BackendOption {
+  /// Null means the native backend (PyTorch's default).
+  std::shared_ptr<const backend::BackendConfig> backend_config;
   /// The backend config, or the native one when none is set.
   const backend::BackendConfig& backend() const;
 };
 
-/// A pass: rewrites `gm`, returns true when it changed something.
+/// `fuse`'s options.
+struct FuseOptions : BackendOption {
+  bool is_qat = false;              ///< keep batch norms (ConvBn2d) for QAT
+  std::ostream* explain = nullptr;  ///< why a candidate was not fused
+  JobRunner* jobs = nullptr;        ///< builds fused modules beside the pass (null: in it)
+  static FuseOptions of(const PassOptions& pipeline);
+};
+
+/// `swap-qat-modules`' options.
+struct SwapQatModulesOptions : BackendOption {
+  std::shared_ptr<const quant::QConfigMapping> qconfig_mapping;  ///< required
+  static SwapQatModulesOptions of(const PassOptions& pipeline);
+};
+
+/// `insert-observers`' options.
+struct InsertObserversOptions : BackendOption {
+  std::shared_ptr<const quant::QConfigMapping> qconfig_mapping;      ///< required
+  bool is_qat = false;                                               ///< fake-quantize instead of observe
+  std::vector<int64_t> input_quantized_indexes;                      ///< graph inputs that arrive quantized
+  std::vector<int64_t> output_quantized_indexes;                     ///< graph outputs that stay quantized
+  std::shared_ptr<const PrepareCustomConfig> prepare_custom_config;  ///< standalone and custom modules
+  bool is_standalone = false;       ///< record quantized input/output indexes for the parent
+  std::ostream* explain = nullptr;  ///< why a node stays float
+  static InsertObserversOptions of(const PassOptions& pipeline);
+};
+
+/// `convert-to-reference`'s options.
+struct ConvertToReferenceOptions : BackendOption {
+  std::vector<int64_t> input_quantized_indexes;                      ///< graph inputs that arrive quantized
+  std::vector<int64_t> output_quantized_indexes;                     ///< graph outputs that stay quantized
+  std::shared_ptr<const ConvertCustomConfig> convert_custom_config;  ///< custom modules' quantized classes
+  JobRunner* jobs = nullptr;  ///< makes reference modules beside the pass (null: in it)
+  static ConvertToReferenceOptions of(const PassOptions& pipeline);
+};
+
+/// `lower-to-native`'s options.
+struct LowerToNativeOptions {
+  std::ostream* explain = nullptr;  ///< why a pattern stays reference
+  JobRunner* jobs = nullptr;        ///< prepacks weights beside the pass (null: in it)
+  static LowerToNativeOptions of(const PassOptions& pipeline);
+};
+
+/// A pass as the registry runs it: on a pipeline's settings, of which it
+/// takes its own options; rewrites `gm`, returns true when it changed something.
 using PassFn = bool (*)(ir::GraphModule& gm, const PassOptions& options);
 
 /// One row of the pass registry.
@@ -72,32 +122,32 @@ const PassInfo& find_pass(const std::string& name);
 
 /// `fuse`: replaces the BackendConfig's fusion patterns (configs with a fuser
 /// method or a fused module) by their fused modules, as PyTorch's fuse_fx.
-bool fuse(ir::GraphModule& gm, const PassOptions& options);
+bool fuse(ir::GraphModule& gm, const FuseOptions& options = {});
 
 /// `swap-qat-modules`: each module with a qconfig whose type the
 /// BackendConfig maps to a QAT module (`qat_module`) becomes that module
 /// (nn/qat.h), as prepare_qat_fx's qat_swap_modules.
-bool swap_qat_modules(ir::GraphModule& gm, const PassOptions& options);
+bool swap_qat_modules(ir::GraphModule& gm, const SwapQatModulesOptions& options);
 
 /// `insert-observers`: observers (or fake-quantize modules) where the
 /// QConfigMapping asks for quantization and the backend can run it, as
 /// PyTorch's prepare_fx after fusion. Records each node's qconfig and
 /// whether it was observed in its meta (prepare_state.h).
-bool insert_observers(ir::GraphModule& gm, const PassOptions& options);
+bool insert_observers(ir::GraphModule& gm, const InsertObserversOptions& options);
 
 /// `convert-to-reference`: observers become quantize/dequantize nodes with
 /// their qparams as attributes, observed weighted modules become reference
 /// modules (PyTorch's convert_fx(is_reference=True) / convert_to_reference_fx).
-bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options);
+bool convert_to_reference(ir::GraphModule& gm, const ConvertToReferenceOptions& options = {});
 
 /// `lower-to-native`: reference patterns (dequantize - reference module or
 /// op - quantize) become quantized modules and `torch.ops.quantized` ops on
 /// prepacked weights for the current engine, as PyTorch 1.13's
 /// _lower_to_native_backend. A pattern it cannot lower stays reference; with
 /// `explain` set it says which and why.
-bool lower_to_native(ir::GraphModule& gm, const PassOptions& options);
+bool lower_to_native(ir::GraphModule& gm, const LowerToNativeOptions& options = {});
 
 /// `dce`: removes nodes whose values nobody uses and that have no side effects.
-bool dce(ir::GraphModule& gm, const PassOptions& options);
+bool dce(ir::GraphModule& gm);
 
 }  // namespace qfx::passes

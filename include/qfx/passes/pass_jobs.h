@@ -14,7 +14,7 @@
 ///   for (size_t i = 0; i < matches.size(); ++i) rewrite(matches[i], built.take(i));
 /// \endcode
 ///
-/// Who runs the jobs is the JobRunner in PassOptions: the PassManager's
+/// Who runs the jobs is the JobRunner in the pass's options: the PassManager's
 /// runs them on a worker thread when a core is idle (the only place qfx's
 /// passes use one); without a runner each job runs when it is taken, so a
 /// pass called directly computes everything in order on the calling thread.

@@ -281,7 +281,7 @@ void keep_outputs_quantized(ir::Graph& graph, const std::vector<int64_t>& indexe
 /// skip their dequantize, a quantized output gets one, and the module is
 /// converted on its own (with the parent's backend config, as PyTorch).
 void convert_standalone(ir::GraphModule& gm, ir::Node& node, nn::NestedGraphModuleImpl& sm,
-                        const PassOptions& options) {
+                        const ConvertToReferenceOptions& options) {
   for (int64_t i : sm.input_quantized_indexes) {
     if (i < static_cast<int64_t>(node.args().size()) && node.args()[i].is_node()) {
       detail::bypass_dequantize(gm.graph(), node, ir::Argument(node.args()[i]));
@@ -321,7 +321,7 @@ void convert_custom_module(ir::GraphModule& gm, ir::Node& node, const torch::nn:
 
 /// convert's rewrite of each node, in graph order, the weighted modules'
 /// conversions done as jobs.
-void convert_nodes(ir::GraphModule& gm, const PassOptions& options, const CustomModuleMapping& custom_classes) {
+void convert_nodes(ir::GraphModule& gm, const ConvertToReferenceOptions& options, const CustomModuleMapping& custom_classes) {
   const backend::BackendConfig& backend = options.backend();
   AttrNamer attrs(gm);
   QuantizedOutputs quantized_outputs;
@@ -355,7 +355,7 @@ void convert_nodes(ir::GraphModule& gm, const PassOptions& options, const Custom
 
 }  // namespace
 
-bool convert_to_reference(ir::GraphModule& gm, const PassOptions& options) {
+bool convert_to_reference(ir::GraphModule& gm, const ConvertToReferenceOptions& options) {
   static const CustomModuleMapping kNone;
   const CustomModuleMapping& custom_classes =
       options.convert_custom_config ? options.convert_custom_config->observed_to_quantized_custom_module_classes

@@ -58,7 +58,7 @@ void explain_leftovers(const Lowering& l) {
 
 }  // namespace detail
 
-bool lower_to_native(ir::GraphModule& gm, const PassOptions& options) {
+bool lower_to_native(ir::GraphModule& gm, const LowerToNativeOptions& options) {
   for (ir::Node* node : gm.graph().nodes()) {  // standalone modules first, as convert_fx converts them
     if (node->op() != ir::Opcode::kCallModule) continue;
     if (auto* sm = dynamic_cast<nn::NestedGraphModuleImpl*>(gm.get_submodule(node->target()).get())) {

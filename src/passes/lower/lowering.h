@@ -21,10 +21,11 @@ namespace qfx::passes::detail {
 
 /// The graph being lowered and what the steps noticed.
 struct Lowering {
-  Lowering(ir::GraphModule& graph_module, const PassOptions& pass_options) : gm(graph_module), options(pass_options) {}
+  Lowering(ir::GraphModule& graph_module, const LowerToNativeOptions& pass_options)
+      : gm(graph_module), options(pass_options) {}
 
   ir::GraphModule& gm;
-  const PassOptions& options;
+  const LowerToNativeOptions& options;
   /// Why a candidate node was left as it is (for --explain).
   std::map<const ir::Node*, std::string> refusals;
   bool changed = false;

@@ -123,7 +123,7 @@ std::vector<RewriteRule<Fusing>> fusion_rules(const std::vector<const backend::B
 
 }  // namespace
 
-bool fuse(ir::GraphModule& gm, const PassOptions& options) {
+bool fuse(ir::GraphModule& gm, const FuseOptions& options) {
   Fusing f{gm, options.is_qat, detail::configs_in_match_order(options.backend(), [](const auto& config) {
              return !config.fuser_method().empty() || !config.fused_module().empty();
            })};

@@ -96,7 +96,7 @@ bool is_python_number(const ir::Node& node, std::unordered_map<const ir::Node*, 
 
 struct PrepareContext {
   ir::GraphModule& gm;
-  const PassOptions& options;
+  const InsertObserversOptions& options;
   detail::QuantMatches matches;
   std::unordered_map<const ir::Node*, quant::QConfigAny> qconfigs;
   std::unordered_map<const ir::Node*, detail::DtypeInfo> dtypes;
@@ -335,7 +335,7 @@ void prepare_node(PrepareContext& ctx, detail::ObserverInserter& inserter, ir::N
 
 }  // namespace
 
-bool insert_observers(ir::GraphModule& gm, const PassOptions& options) {
+bool insert_observers(ir::GraphModule& gm, const InsertObserversOptions& options) {
   TORCH_CHECK(options.qconfig_mapping, "insert-observers needs a QConfigMapping");
   PrepareContext ctx{gm, options, {}, {}, {}, detail::WeightArgs(options.backend()), {}};
   ctx.qconfigs = detail::node_qconfigs(gm, *options.qconfig_mapping);

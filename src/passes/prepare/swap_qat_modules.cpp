@@ -21,7 +21,7 @@ std::string qat_type_for(const backend::BackendConfig& backend, const std::strin
 
 }  // namespace
 
-bool swap_qat_modules(ir::GraphModule& gm, const PassOptions& options) {
+bool swap_qat_modules(ir::GraphModule& gm, const SwapQatModulesOptions& options) {
   TORCH_CHECK(options.qconfig_mapping, "swap-qat-modules needs a QConfigMapping");
   auto qconfigs = detail::node_qconfigs(gm, *options.qconfig_mapping);
   bool changed = false;
