@@ -32,6 +32,7 @@ using detail::py_tuple;
 using Source = const torch::nn::Module&;
 using Output = std::optional<OutputQParams>;
 using QuantizedPtr = std::shared_ptr<QuantizedModuleImpl>;
+using A = CallArg;
 
 /// The module itself, or the first part of a fused module.
 const torch::nn::Module& first_part(Source src) {
@@ -88,9 +89,11 @@ QuantizedPtr static_linear(const std::string& type, Source src, const Output& ou
   QuantizedAttributes attrs = output_attributes(out);
   attrs.emplace_back("_packed_params", packed);
   std::string repr = linear_sizes(w) + ", " + output_repr(out) + ", qscheme=" + quant::qscheme_name(w.qscheme());
-  return detail::make_quantized(
-      type, {"quantized::linear" + relu_suffix(type), "", {"$0", "_packed_params", "scale", "zero_point"}},
-      std::move(attrs), repr);
+  return detail::make_quantized(type,
+                                {"quantized::linear" + relu_suffix(type),
+                                 "",
+                                 {A::in(0), A::attr("_packed_params"), A::attr("scale"), A::attr("zero_point")}},
+                                std::move(attrs), repr);
 }
 
 QuantizedPtr dynamic_linear(const std::string& type, Source src, const Output&) {
@@ -103,8 +106,8 @@ QuantizedPtr dynamic_linear(const std::string& type, Source src, const Output&) 
   c10::IValue packed = fp16 ? call_op("quantized::linear_prepack_fp16", "", {w.to(at::kFloat), bias})
                             : call_op("quantized::linear_prepack", "", {w, bias});
   std::string op = "quantized::linear" + relu_suffix(type) + (fp16 ? "_dynamic_fp16" : "_dynamic");
-  std::vector<std::string> args = {"$0", "_packed_params"};
-  if (!fp16) args.push_back("=True");  // reduce_range, as the module's version 4 forward
+  std::vector<CallArg> args = {A::in(0), A::attr("_packed_params")};
+  if (!fp16) args.push_back(A::value(true));  // reduce_range, as the module's version 4 forward
   std::string repr = linear_sizes(w) + ", dtype=" + ir::dtype_name(w.scalar_type());
   if (!fp16) repr += ", qscheme=" + quant::qscheme_name(w.qscheme());
   return detail::make_quantized(type, {op, "", std::move(args)}, {{"_packed_params", packed}}, repr);
@@ -191,8 +194,9 @@ QuantizedPtr conv(const std::string& type, Source src, const Output& output) {
   attrs.emplace_back("_reversed_padding_repeated_twice", reversed_padding_repeated_twice(s.padding));
   std::string op = transposed ? "quantized::conv_transpose" + dims : "quantized::conv" + dims + relu_suffix(type);
   std::string overload = transposed || d == 1 ? "" : "new";
-  return detail::make_quantized(type, {op, overload, {"$0", "_packed_params", "scale", "zero_point"}}, std::move(attrs),
-                                conv_repr(s, out));
+  return detail::make_quantized(
+      type, {op, overload, {A::in(0), A::attr("_packed_params"), A::attr("scale"), A::attr("zero_point")}},
+      std::move(attrs), conv_repr(s, out));
 }
 
 // --- Normalization ----------------------------------------------------------
@@ -223,7 +227,8 @@ QuantizedPtr batch_norm(const std::string& type, Source src, const Output& outpu
   return detail::make_quantized(type,
                                 {"quantized::batch_norm" + dims + relu_suffix(type),
                                  "",
-                                 {"$0", "weight", "bias", "running_mean", "running_var", "eps", "scale", "zero_point"}},
+                                 {A::in(0), A::attr("weight"), A::attr("bias"), A::attr("running_mean"),
+                                  A::attr("running_var"), A::attr("eps"), A::attr("scale"), A::attr("zero_point")}},
                                 std::move(attrs), repr);
 }
 
@@ -250,8 +255,11 @@ QuantizedPtr instance_norm(const std::string& type, Source src, const Output& ou
   std::string repr = std::to_string(features) + ", eps=" + py_float(eps) + ", momentum=0.1, affine=" + py_bool(affine) +
                      ", track_running_stats=False";
   return detail::make_quantized(
-      type, {"quantized::instance_norm", "", {"$0", "weight", "bias", "eps", "scale", "zero_point"}}, std::move(attrs),
-      repr);
+      type,
+      {"quantized::instance_norm",
+       "",
+       {A::in(0), A::attr("weight"), A::attr("bias"), A::attr("eps"), A::attr("scale"), A::attr("zero_point")}},
+      std::move(attrs), repr);
 }
 
 QuantizedPtr layer_norm(const std::string& type, Source src, const Output& output) {
@@ -264,9 +272,12 @@ QuantizedPtr layer_norm(const std::string& type, Source src, const Output& outpu
   for (auto& kv : output_attributes(out)) attrs.push_back(std::move(kv));
   std::string repr = py_tuple(o.normalized_shape()) + ", eps=" + py_float(o.eps()) +
                      ", elementwise_affine=" + py_bool(o.elementwise_affine());
-  return detail::make_quantized(
-      type, {"quantized::layer_norm", "", {"$0", "normalized_shape", "weight", "bias", "eps", "scale", "zero_point"}},
-      std::move(attrs), repr);
+  return detail::make_quantized(type,
+                                {"quantized::layer_norm",
+                                 "",
+                                 {A::in(0), A::attr("normalized_shape"), A::attr("weight"), A::attr("bias"),
+                                  A::attr("eps"), A::attr("scale"), A::attr("zero_point")}},
+                                std::move(attrs), repr);
 }
 
 // --- Activations and dropout ------------------------------------------------
@@ -276,7 +287,11 @@ QuantizedPtr elu(const std::string& type, Source src, const Output& output) {
   double alpha = as<torch::nn::ELUImpl>(src).options.alpha();
   QuantizedAttributes attrs = output_attributes(out);
   attrs.emplace_back("alpha", alpha);
-  return detail::make_quantized(type, {"quantized::elu", "", {"$0", "scale", "zero_point", "alpha", "=1", "=1"}},
+  return detail::make_quantized(type,
+                                {"quantized::elu",
+                                 "",
+                                 {A::in(0), A::attr("scale"), A::attr("zero_point"), A::attr("alpha"),
+                                  A::value(int64_t{1}), A::value(int64_t{1})}},
                                 std::move(attrs), "alpha=" + py_float(alpha));
 }
 
@@ -287,12 +302,15 @@ QuantizedPtr leaky_relu(const std::string& type, Source src, const Output& outpu
   for (auto& kv : output_attributes(out)) attrs.push_back(std::move(kv));
   std::string repr = "negative_slope=" + py_float(o.negative_slope()) + (o.inplace() ? ", inplace=True" : "");
   return detail::make_quantized(
-      type, {"quantized::leaky_relu", "", {"$0", "negative_slope", "inplace", "scale", "zero_point"}}, std::move(attrs),
-      repr);
+      type,
+      {"quantized::leaky_relu",
+       "",
+       {A::in(0), A::attr("negative_slope"), A::attr("inplace"), A::attr("scale"), A::attr("zero_point")}},
+      std::move(attrs), repr);
 }
 
 QuantizedPtr hardswish(const std::string& type, Source, const Output& output) {
-  return detail::make_quantized(type, {"quantized::hardswish", "", {"$0", "scale", "zero_point"}},
+  return detail::make_quantized(type, {"quantized::hardswish", "", {A::in(0), A::attr("scale"), A::attr("zero_point")}},
                                 output_attributes(output_of(type, output)), "");
 }
 
@@ -300,8 +318,9 @@ QuantizedPtr softmax(const std::string& type, Source src, const Output& output) 
   int64_t dim = as<torch::nn::SoftmaxImpl>(src).options.dim();
   QuantizedAttributes attrs = {{"dim", dim}};
   for (auto& kv : output_attributes(output_of(type, output))) attrs.push_back(std::move(kv));
-  return detail::make_quantized(type, {"quantized::softmax", "", {"$0", "dim", "scale", "zero_point"}},
-                                std::move(attrs), "dim=" + std::to_string(dim));
+  return detail::make_quantized(
+      type, {"quantized::softmax", "", {A::in(0), A::attr("dim"), A::attr("scale"), A::attr("zero_point")}},
+      std::move(attrs), "dim=" + std::to_string(dim));
 }
 
 QuantizedPtr dropout(const std::string& type, Source src, const Output&) {
@@ -324,8 +343,9 @@ QuantizedPtr embedding(const std::string& type, Source src, const Output&) {
                      ", dtype=" + ir::dtype_name(w.scalar_type()) + ", qscheme=" + quant::qscheme_name(w.qscheme());
   std::string width = four_bit ? "4bit" : "byte";
   if (type == "torch.ao.nn.quantized.Embedding") {
-    return detail::make_quantized(type, {"quantized::embedding_" + width, "", {"_packed_params", "$0", "=False"}},
-                                  {{"_packed_params", packed}}, repr);
+    return detail::make_quantized(
+        type, {"quantized::embedding_" + width, "", {A::attr("_packed_params"), A::in(0), A::value(false)}},
+        {{"_packed_params", packed}}, repr);
   }
   bool last_offset = as<torch::nn::EmbeddingBagImpl>(*ref.float_module()).options.include_last_offset();
   // PyTorch's quantized EmbeddingBag passes mode 0 (sum) whatever the float module's mode.
@@ -333,7 +353,8 @@ QuantizedPtr embedding(const std::string& type, Source src, const Output&) {
       type,
       {"quantized::embedding_bag_" + width,
        "",
-       {"_packed_params", "$0", "$1?", "=False", "=0", "pruned_weights", "$2?", "$3?", "include_last_offset"}},
+       {A::attr("_packed_params"), A::in(0), A::optional_in(1), A::value(false), A::value(int64_t{0}),
+        A::attr("pruned_weights"), A::optional_in(2), A::optional_in(3), A::attr("include_last_offset")}},
       {{"_packed_params", packed}, {"pruned_weights", false}, {"include_last_offset", last_offset}}, repr);
 }
 

@@ -69,14 +69,6 @@ void register_quantized_kinds() { register_kinds(std::make_index_sequence<std::s
 
 namespace {
 
-/// `=False`, `=True`, `=None`, `=<int>`.
-c10::IValue literal(const std::string& text) {
-  if (text == "False") return false;
-  if (text == "True") return true;
-  if (text == "None") return c10::IValue();
-  return static_cast<int64_t>(std::stoll(text));
-}
-
 // onednn's failure to reorder packed weights into another blocked layout
 // (a dnnl::error, which LibTorch passes on as it is).
 bool is_reorder_failure(const std::exception& e) {
@@ -154,11 +146,11 @@ QuantizedModuleImpl::QuantizedModuleImpl(std::string type_name, QuantizedCall ca
   for (const auto& [name, value] : attributes_) {
     if (value.isTensor()) register_buffer(name, value.toTensor());
   }
-  for (const std::string& token : call_.args) {
-    bool special = token.empty() || token[0] == '$' || token[0] == '=';
-    TORCH_CHECK(special || std::any_of(attributes_.begin(), attributes_.end(),
-                                       [&](const auto& kv) { return kv.first == token; }),
-                type_name_, ": the call names attribute '", token, "', which the module lacks");
+  for (const CallArg& arg : call_.args) {
+    TORCH_CHECK(
+        arg.kind != CallArg::Kind::kAttribute || std::any_of(attributes_.begin(), attributes_.end(),
+                                                             [&](const auto& kv) { return kv.first == arg.attribute; }),
+        type_name_, ": the call names attribute '", arg.attribute, "', which the module lacks");
   }
 }
 
@@ -184,26 +176,28 @@ const c10::IValue& QuantizedModuleImpl::attribute(const std::string& name) const
   TORCH_CHECK(false, type_name_, " has no attribute '", name, "'");
 }
 
-c10::IValue QuantizedModuleImpl::argument(const std::string& token, const std::vector<c10::IValue>& inputs) const {
-  if (token[0] == '=') return literal(token.substr(1));
-  if (token[0] != '$') return attribute(token);
-  bool optional = token.back() == '?';
-  size_t index = std::stoul(token.substr(1, token.size() - 1 - optional));
-  if (index < inputs.size()) return inputs[index];
-  TORCH_CHECK(optional, type_name_, " takes at least ", index + 1, " input(s), got ", inputs.size());
-  return c10::IValue();
+c10::IValue QuantizedModuleImpl::argument(const CallArg& arg, const std::vector<c10::IValue>& inputs) const {
+  switch (arg.kind) {
+    case CallArg::Kind::kConstant: return arg.constant;
+    case CallArg::Kind::kAttribute: return attribute(arg.attribute);
+    case CallArg::Kind::kOptionalInput: return arg.input < inputs.size() ? inputs[arg.input] : c10::IValue();
+    case CallArg::Kind::kInput: break;
+  }
+  TORCH_CHECK(arg.input < inputs.size(), type_name_, " takes at least ", arg.input + 1, " input(s), got ",
+              inputs.size());
+  return inputs[arg.input];
 }
 
 std::vector<c10::IValue> QuantizedModuleImpl::call_arguments(const std::vector<c10::IValue>& inputs) const {
   std::vector<c10::IValue> args;
   args.reserve(call_.args.size());
-  for (const std::string& token : call_.args) args.push_back(argument(token, inputs));
+  for (const CallArg& arg : call_.args) args.push_back(argument(arg, inputs));
   for (const auto& [name, value] : attributes_) {
     if (name != "padding_mode" || value.toStringRef() == "zeros") continue;
     at::Tensor padded =
         at::pad(inputs[0].toTensor(), attribute("_reversed_padding_repeated_twice").toIntVector(), value.toStringRef());
     for (size_t i = 0; i < call_.args.size(); ++i) {
-      if (call_.args[i] == "$0") args[i] = padded;
+      if (call_.args[i].is_first_input()) args[i] = padded;
     }
   }
   return args;

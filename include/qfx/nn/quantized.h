@@ -27,13 +27,33 @@
 
 namespace qfx::nn {
 
-/// The op a quantized module's forward calls, and its arguments. Each
-/// argument is `$N` (input N), `$N?` (input N, None when not given),
-/// `=LITERAL` (`=False`, `=0`, `=None`) or an attribute name.
+/// One argument of the op a quantized module calls: a forward input, a
+/// constant, or one of the module's attributes.
+struct CallArg {
+  enum class Kind { kInput, kOptionalInput, kConstant, kAttribute };
+  Kind kind = Kind::kInput;
+  size_t input = 0;       ///< kInput, kOptionalInput: the forward input's position
+  c10::IValue constant;   ///< kConstant
+  std::string attribute;  ///< kAttribute: the attribute's name
+
+  /// Forward input `index`.
+  static CallArg in(size_t index) { return {Kind::kInput, index, {}, {}}; }
+  /// Forward input `index`, None when the caller does not give it.
+  static CallArg optional_in(size_t index) { return {Kind::kOptionalInput, index, {}, {}}; }
+  /// A constant (`False`, `0`, `None`).
+  static CallArg value(c10::IValue constant) { return {Kind::kConstant, 0, std::move(constant), {}}; }
+  /// The module's attribute `name` (`_packed_params`, `scale`).
+  static CallArg attr(std::string name) { return {Kind::kAttribute, 0, {}, std::move(name)}; }
+  /// True for forward input 0, the tensor a module pads first.
+  bool is_first_input() const { return kind == Kind::kInput && input == 0; }
+};
+
+/// The op a quantized module's forward calls, and its arguments: one
+/// description that forward runs and the TorchScript export writes out.
 struct QuantizedCall {
   std::string op;        ///< schema name, `quantized::linear`; empty: forward returns input 0
   std::string overload;  ///< `new` for `quantized::conv2d.new`, else empty
-  std::vector<std::string> args;
+  std::vector<CallArg> args;
 };
 
 /// A module's attributes in PyTorch's order, by name.
@@ -62,7 +82,7 @@ class QuantizedModuleImpl : public torch::nn::Module {
   const std::string& extra_repr() const { return extra_repr_; }
 
  private:
-  c10::IValue argument(const std::string& token, const std::vector<c10::IValue>& inputs) const;
+  c10::IValue argument(const CallArg& arg, const std::vector<c10::IValue>& inputs) const;
   /// The op's arguments for `inputs` (padded first for a non-zeros padding mode).
   std::vector<c10::IValue> call_arguments(const std::vector<c10::IValue>& inputs) const;
   /// LibTorch 1.13's onednn quantized convolution reorders its packed

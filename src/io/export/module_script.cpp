@@ -280,18 +280,16 @@ std::string quantized(const nn::QuantizedModuleImpl& q, const Emit& e) {
   }
   if (call.op.empty()) return input;
   std::string args;
-  for (const std::string& token : call.args) {
+  for (const nn::CallArg& a : call.args) {
     std::string arg;
-    if (token[0] == '=') {
-      arg = token.substr(1);
-    } else if (token[0] == '$') {
-      bool optional = token.back() == '?';
-      size_t index = std::stoul(token.substr(1, token.size() - 1 - optional));
-      arg = token == "$0" ? input : index < e.in.size() ? e.in[index] : "None";
+    if (a.kind == nn::CallArg::Kind::kConstant) {
+      arg = script_literal(a.constant);
+    } else if (a.kind != nn::CallArg::Kind::kAttribute) {
+      arg = a.is_first_input() ? input : a.input < e.in.size() ? e.in[a.input] : "None";
     } else {
-      const c10::IValue& value = q.attribute(token);
+      const c10::IValue& value = q.attribute(a.attribute);
       bool literal = value.isDouble() || value.isInt() || value.isBool() || value.isNone() || value.isIntList();
-      arg = literal ? script_literal(value) : e.attrs.add(e.hint(token), value);
+      arg = literal ? script_literal(value) : e.attrs.add(e.hint(a.attribute), value);
     }
     args += (args.empty() ? "" : ", ") + arg;
   }
