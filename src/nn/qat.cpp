@@ -9,6 +9,7 @@
 #include "qfx/nn/fusion.h"
 
 #include <ATen/ATen.h>
+#include <typeindex>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
@@ -18,47 +19,59 @@ namespace qfx::nn {
 namespace {
 
 /// A QAT class: its PyTorch name, the float module types it is made from
-/// (the weighted part first), and whether it has a batch norm and a relu.
+/// (the weighted part first), whether it has a batch norm and a relu, and
+/// its C++ class.
 struct QatType {
   const char* type_name;
   std::vector<const char*> parts;
   bool bn;
   bool relu;
+  std::type_index type;
+  /// A new module of the class from its constructor's arguments.
+  std::shared_ptr<QatModuleImpl> (*make)(std::string, ModulePtr, ModulePtr, bool,
+                                         std::shared_ptr<quant::ActivationPostProcess>, std::vector<std::string>);
 };
 
+template <typename FloatImpl, QatFusion Fusion>
+QatType row(const char* type_name, std::vector<const char*> parts) {
+  auto make = [](std::string name, ModulePtr weighted, ModulePtr bn, bool relu,
+                 std::shared_ptr<quant::ActivationPostProcess> fq,
+                 std::vector<std::string> sources) -> std::shared_ptr<QatModuleImpl> {
+    return std::make_shared<QatImpl<FloatImpl, Fusion>>(std::move(name), std::move(weighted), std::move(bn), relu,
+                                                        std::move(fq), std::move(sources));
+  };
+  bool bn = Fusion == QatFusion::kBn || Fusion == QatFusion::kBnReLU;
+  bool relu = Fusion == QatFusion::kReLU || Fusion == QatFusion::kBnReLU;
+  return {type_name, std::move(parts), bn, relu, typeid(QatImpl<FloatImpl, Fusion>), make};
+}
+
 const std::vector<QatType>& qat_types() {
+  using namespace torch::nn;
+  using F = QatFusion;
   static const std::vector<QatType> kTypes = {
-      {"torch.ao.nn.qat.Linear", {"torch.nn.Linear"}, false, false},
-      {"torch.ao.nn.qat.Conv1d", {"torch.nn.Conv1d"}, false, false},
-      {"torch.ao.nn.qat.Conv2d", {"torch.nn.Conv2d"}, false, false},
-      {"torch.ao.nn.qat.Conv3d", {"torch.nn.Conv3d"}, false, false},
-      {"torch.ao.nn.qat.Embedding", {"torch.nn.Embedding"}, false, false},
-      {"torch.ao.nn.qat.EmbeddingBag", {"torch.nn.EmbeddingBag"}, false, false},
-      {"torch.ao.nn.intrinsic.qat.LinearReLU", {"torch.nn.Linear", "torch.nn.ReLU"}, false, true},
-      {"torch.ao.nn.intrinsic.qat.ConvReLU1d", {"torch.nn.Conv1d", "torch.nn.ReLU"}, false, true},
-      {"torch.ao.nn.intrinsic.qat.ConvReLU2d", {"torch.nn.Conv2d", "torch.nn.ReLU"}, false, true},
-      {"torch.ao.nn.intrinsic.qat.ConvReLU3d", {"torch.nn.Conv3d", "torch.nn.ReLU"}, false, true},
-      {"torch.ao.nn.intrinsic.qat.ConvBn1d", {"torch.nn.Conv1d", "torch.nn.BatchNorm1d"}, true, false},
-      {"torch.ao.nn.intrinsic.qat.ConvBn2d", {"torch.nn.Conv2d", "torch.nn.BatchNorm2d"}, true, false},
-      {"torch.ao.nn.intrinsic.qat.ConvBn3d", {"torch.nn.Conv3d", "torch.nn.BatchNorm3d"}, true, false},
-      {"torch.ao.nn.intrinsic.qat.ConvBnReLU1d",
-       {"torch.nn.Conv1d", "torch.nn.BatchNorm1d", "torch.nn.ReLU"},
-       true,
-       true},
-      {"torch.ao.nn.intrinsic.qat.ConvBnReLU2d",
-       {"torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU"},
-       true,
-       true},
-      {"torch.ao.nn.intrinsic.qat.ConvBnReLU3d",
-       {"torch.nn.Conv3d", "torch.nn.BatchNorm3d", "torch.nn.ReLU"},
-       true,
-       true},
-      {"torch.ao.nn.intrinsic.qat.LinearBn1d", {"torch.nn.Linear", "torch.nn.BatchNorm1d"}, true, false},
+      row<LinearImpl, F::kNone>("torch.ao.nn.qat.Linear", {"torch.nn.Linear"}),
+      row<Conv1dImpl, F::kNone>("torch.ao.nn.qat.Conv1d", {"torch.nn.Conv1d"}),
+      row<Conv2dImpl, F::kNone>("torch.ao.nn.qat.Conv2d", {"torch.nn.Conv2d"}),
+      row<Conv3dImpl, F::kNone>("torch.ao.nn.qat.Conv3d", {"torch.nn.Conv3d"}),
+      row<EmbeddingImpl, F::kNone>("torch.ao.nn.qat.Embedding", {"torch.nn.Embedding"}),
+      row<EmbeddingBagImpl, F::kNone>("torch.ao.nn.qat.EmbeddingBag", {"torch.nn.EmbeddingBag"}),
+      row<LinearImpl, F::kReLU>("torch.ao.nn.intrinsic.qat.LinearReLU", {"torch.nn.Linear", "torch.nn.ReLU"}),
+      row<Conv1dImpl, F::kReLU>("torch.ao.nn.intrinsic.qat.ConvReLU1d", {"torch.nn.Conv1d", "torch.nn.ReLU"}),
+      row<Conv2dImpl, F::kReLU>("torch.ao.nn.intrinsic.qat.ConvReLU2d", {"torch.nn.Conv2d", "torch.nn.ReLU"}),
+      row<Conv3dImpl, F::kReLU>("torch.ao.nn.intrinsic.qat.ConvReLU3d", {"torch.nn.Conv3d", "torch.nn.ReLU"}),
+      row<Conv1dImpl, F::kBn>("torch.ao.nn.intrinsic.qat.ConvBn1d", {"torch.nn.Conv1d", "torch.nn.BatchNorm1d"}),
+      row<Conv2dImpl, F::kBn>("torch.ao.nn.intrinsic.qat.ConvBn2d", {"torch.nn.Conv2d", "torch.nn.BatchNorm2d"}),
+      row<Conv3dImpl, F::kBn>("torch.ao.nn.intrinsic.qat.ConvBn3d", {"torch.nn.Conv3d", "torch.nn.BatchNorm3d"}),
+      row<Conv1dImpl, F::kBnReLU>("torch.ao.nn.intrinsic.qat.ConvBnReLU1d",
+                                  {"torch.nn.Conv1d", "torch.nn.BatchNorm1d", "torch.nn.ReLU"}),
+      row<Conv2dImpl, F::kBnReLU>("torch.ao.nn.intrinsic.qat.ConvBnReLU2d",
+                                  {"torch.nn.Conv2d", "torch.nn.BatchNorm2d", "torch.nn.ReLU"}),
+      row<Conv3dImpl, F::kBnReLU>("torch.ao.nn.intrinsic.qat.ConvBnReLU3d",
+                                  {"torch.nn.Conv3d", "torch.nn.BatchNorm3d", "torch.nn.ReLU"}),
+      row<LinearImpl, F::kBn>("torch.ao.nn.intrinsic.qat.LinearBn1d", {"torch.nn.Linear", "torch.nn.BatchNorm1d"}),
   };
   return kTypes;
 }
-
-constexpr size_t kTypeCount = 17;
 
 c10::IValue qat_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
   auto& qat = dynamic_cast<QatModuleImpl&>(m);
@@ -66,24 +79,33 @@ c10::IValue qat_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
   return qat.forward(in[0].toTensor());
 }
 
-template <size_t... I>
-void register_kinds(std::index_sequence<I...>) {
-  auto extra_repr = [](const torch::nn::Module& m) {
-    const auto& qat = detail::as<QatModuleImpl>(m);
-    const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*qat.weighted());
-    return kind && kind->extra_repr ? kind->extra_repr(*qat.weighted()) : std::string();
-  };
-  auto short_name = [](const char* name) { return std::string(name).substr(std::string(name).rfind('.') + 1); };
-  (ir::ModuleRegistry::instance().add({qat_types()[I].type_name, typeid(detail::Typed<QatModuleImpl, I>), &qat_forward,
-                                       extra_repr, short_name(qat_types()[I].type_name)}),
-   ...);
+/// PyTorch's from_float for the class `t`.
+std::shared_ptr<QatModuleImpl> qat_of_type(const QatType& t, const ModulePtr& float_module,
+                                           const quant::QConfig& qconfig) {
+  std::vector<ModulePtr> parts = {float_module};
+  if (auto* fused = dynamic_cast<const FusedModuleImpl*>(float_module.get())) parts = fused->modules();
+  std::vector<std::string> sources;
+  for (const ModulePtr& p : parts) sources.push_back(ir::module_type_name(*p));
+  TORCH_CHECK(sources == std::vector<std::string>(t.parts.begin(), t.parts.end()), t.type_name, ".from_float: expects ",
+              t.parts[0], (t.parts.size() > 1 ? " (fused)" : ""), ", got ", ir::module_type_name(*float_module));
+  std::shared_ptr<quant::ActivationPostProcess> fq = qconfig.weight.make();
+  auto qat = t.make(t.type_name, parts[0], t.bn ? parts[1] : nullptr, t.relu, fq, sources);
+  qat->train(float_module->is_training());
+  return qat;
 }
 
 }  // namespace
 
 void register_qat_kinds() {
-  TORCH_CHECK(qat_types().size() == kTypeCount, "qat_types() and kTypeCount disagree");
-  register_kinds(std::make_index_sequence<kTypeCount>());
+  auto extra_repr = [](const torch::nn::Module& m) {
+    const auto& qat = detail::as<QatModuleImpl>(m);
+    const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*qat.weighted());
+    return kind && kind->extra_repr ? kind->extra_repr(*qat.weighted()) : std::string();
+  };
+  for (const QatType& t : qat_types()) {
+    std::string name = t.type_name;
+    ir::ModuleRegistry::instance().add({name, t.type, &qat_forward, extra_repr, name.substr(name.rfind('.') + 1)});
+  }
 }
 
 namespace {
@@ -188,23 +210,39 @@ ModulePtr QatModuleImpl::to_float() const {
   return fused;
 }
 
+template <typename FloatImpl, QatFusion Fusion>
+std::shared_ptr<QatImpl<FloatImpl, Fusion>> QatImpl<FloatImpl, Fusion>::from_float(const ModulePtr& float_module,
+                                                                                   const quant::QConfig& qconfig) {
+  for (const QatType& t : qat_types()) {
+    if (t.type == typeid(QatImpl)) {
+      return std::static_pointer_cast<QatImpl>(qat_of_type(t, float_module, qconfig));
+    }
+  }
+  TORCH_CHECK(false, "no QAT class row for ", typeid(QatImpl).name());
+}
+
+template class QatImpl<torch::nn::LinearImpl, QatFusion::kNone>;
+template class QatImpl<torch::nn::Conv1dImpl, QatFusion::kNone>;
+template class QatImpl<torch::nn::Conv2dImpl, QatFusion::kNone>;
+template class QatImpl<torch::nn::Conv3dImpl, QatFusion::kNone>;
+template class QatImpl<torch::nn::EmbeddingImpl, QatFusion::kNone>;
+template class QatImpl<torch::nn::EmbeddingBagImpl, QatFusion::kNone>;
+template class QatImpl<torch::nn::LinearImpl, QatFusion::kReLU>;
+template class QatImpl<torch::nn::Conv1dImpl, QatFusion::kReLU>;
+template class QatImpl<torch::nn::Conv2dImpl, QatFusion::kReLU>;
+template class QatImpl<torch::nn::Conv3dImpl, QatFusion::kReLU>;
+template class QatImpl<torch::nn::Conv1dImpl, QatFusion::kBn>;
+template class QatImpl<torch::nn::Conv2dImpl, QatFusion::kBn>;
+template class QatImpl<torch::nn::Conv3dImpl, QatFusion::kBn>;
+template class QatImpl<torch::nn::Conv1dImpl, QatFusion::kBnReLU>;
+template class QatImpl<torch::nn::Conv2dImpl, QatFusion::kBnReLU>;
+template class QatImpl<torch::nn::Conv3dImpl, QatFusion::kBnReLU>;
+template class QatImpl<torch::nn::LinearImpl, QatFusion::kBn>;
+
 std::shared_ptr<QatModuleImpl> qat_from_float(const std::string& qat_type, const ModulePtr& float_module,
                                               const quant::QConfig& qconfig) {
-  for (size_t i = 0; i < kTypeCount; ++i) {
-    const QatType& t = qat_types()[i];
-    if (qat_type != t.type_name) continue;
-    std::vector<ModulePtr> parts = {float_module};
-    if (auto* fused = dynamic_cast<const FusedModuleImpl*>(float_module.get())) parts = fused->modules();
-    std::vector<std::string> sources;
-    for (const ModulePtr& p : parts) sources.push_back(ir::module_type_name(*p));
-    TORCH_CHECK(sources == std::vector<std::string>(t.parts.begin(), t.parts.end()), qat_type, ".from_float: expects ",
-                t.parts[0], (t.parts.size() > 1 ? " (fused)" : ""), ", got ", ir::module_type_name(*float_module));
-    std::shared_ptr<quant::ActivationPostProcess> fq = qconfig.weight.make();
-    auto qat = detail::make_kind<QatModuleImpl, kTypeCount, std::string, ModulePtr, ModulePtr, bool,
-                                 std::shared_ptr<quant::ActivationPostProcess>, std::vector<std::string>>(
-        i, qat_type, parts[0], t.bn ? parts[1] : nullptr, t.relu, fq, sources);
-    qat->train(float_module->is_training());
-    return qat;
+  for (const QatType& t : qat_types()) {
+    if (qat_type == t.type_name) return qat_of_type(t, float_module, qconfig);
   }
   TORCH_CHECK(false, "no QAT module class ", qat_type);
 }

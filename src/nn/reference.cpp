@@ -10,6 +10,7 @@
 #include "qfx/quant/qtypes.h"
 
 #include <ATen/ATen.h>
+#include <typeindex>
 #include <utility>
 #include <torch/nn/functional/embedding.h>
 #include <torch/nn/modules/conv.h>
@@ -19,28 +20,55 @@
 namespace qfx::nn {
 namespace {
 
-/// PyTorch's reference class for each float module type, and the name it
-/// prints under (1.13's reference EmbeddingBag calls itself an Embedding).
-struct ReferenceType {
+/// PyTorch's reference class for each float module class, the name it
+/// prints under (1.13's reference EmbeddingBag calls itself an Embedding),
+/// and its C++ class.
+struct ReferenceClass {
   const char* float_type;
   const char* reference_type;
   const char* display_name;
+  std::type_index type;
+  std::shared_ptr<ReferenceModuleImpl> (*from_float)(std::shared_ptr<torch::nn::Module>, const WeightQParams&);
 };
 
-const ReferenceType kReferenceTypes[] = {
-    {"torch.nn.Linear", "torch.ao.nn.quantized.reference.Linear", "QuantizedLinear(Reference)"},
-    {"torch.nn.Conv1d", "torch.ao.nn.quantized.reference.Conv1d", "QuantizedConv1d(Reference)"},
-    {"torch.nn.Conv2d", "torch.ao.nn.quantized.reference.Conv2d", "QuantizedConv2d(Reference)"},
-    {"torch.nn.Conv3d", "torch.ao.nn.quantized.reference.Conv3d", "QuantizedConv3d(Reference)"},
-    {"torch.nn.ConvTranspose1d", "torch.ao.nn.quantized.reference.ConvTranspose1d",
-     "QuantizedConvTranspose1d(Reference)"},
-    {"torch.nn.ConvTranspose2d", "torch.ao.nn.quantized.reference.ConvTranspose2d",
-     "QuantizedConvTranspose2d(Reference)"},
-    {"torch.nn.ConvTranspose3d", "torch.ao.nn.quantized.reference.ConvTranspose3d",
-     "QuantizedConvTranspose3d(Reference)"},
-    {"torch.nn.Embedding", "torch.ao.nn.quantized.reference.Embedding", "QuantizedEmbedding(Reference)"},
-    {"torch.nn.EmbeddingBag", "torch.ao.nn.quantized.reference.EmbeddingBag", "QuantizedEmbedding(Reference)"},
-};
+template <typename FloatImpl>
+ReferenceClass row(const char* float_type, const char* reference_type, const char* display_name) {
+  auto from_float = [](std::shared_ptr<torch::nn::Module> m,
+                       const WeightQParams& q) -> std::shared_ptr<ReferenceModuleImpl> {
+    auto typed = std::dynamic_pointer_cast<FloatImpl>(m);
+    TORCH_CHECK(typed != nullptr, "expects a ", ir::module_type_name(*m));
+    return ReferenceImpl<FloatImpl>::from_float(std::move(typed), q);
+  };
+  return {float_type, reference_type, display_name, typeid(ReferenceImpl<FloatImpl>), from_float};
+}
+
+const std::vector<ReferenceClass>& reference_classes() {
+  using namespace torch::nn;
+  static const std::vector<ReferenceClass> kClasses = {
+      row<LinearImpl>("torch.nn.Linear", "torch.ao.nn.quantized.reference.Linear", "QuantizedLinear(Reference)"),
+      row<Conv1dImpl>("torch.nn.Conv1d", "torch.ao.nn.quantized.reference.Conv1d", "QuantizedConv1d(Reference)"),
+      row<Conv2dImpl>("torch.nn.Conv2d", "torch.ao.nn.quantized.reference.Conv2d", "QuantizedConv2d(Reference)"),
+      row<Conv3dImpl>("torch.nn.Conv3d", "torch.ao.nn.quantized.reference.Conv3d", "QuantizedConv3d(Reference)"),
+      row<ConvTranspose1dImpl>("torch.nn.ConvTranspose1d", "torch.ao.nn.quantized.reference.ConvTranspose1d",
+                               "QuantizedConvTranspose1d(Reference)"),
+      row<ConvTranspose2dImpl>("torch.nn.ConvTranspose2d", "torch.ao.nn.quantized.reference.ConvTranspose2d",
+                               "QuantizedConvTranspose2d(Reference)"),
+      row<ConvTranspose3dImpl>("torch.nn.ConvTranspose3d", "torch.ao.nn.quantized.reference.ConvTranspose3d",
+                               "QuantizedConvTranspose3d(Reference)"),
+      row<EmbeddingImpl>("torch.nn.Embedding", "torch.ao.nn.quantized.reference.Embedding",
+                         "QuantizedEmbedding(Reference)"),
+      row<EmbeddingBagImpl>("torch.nn.EmbeddingBag", "torch.ao.nn.quantized.reference.EmbeddingBag",
+                            "QuantizedEmbedding(Reference)"),
+  };
+  return kClasses;
+}
+
+const ReferenceClass* reference_class_of(const std::string& float_type) {
+  for (const ReferenceClass& c : reference_classes()) {
+    if (float_type == c.float_type) return &c;
+  }
+  return nullptr;
+}
 
 /// forward() of every reference kind: one tensor, plus EmbeddingBag's
 /// optional offsets and per-sample weights.
@@ -55,21 +83,18 @@ c10::IValue reference_forward(torch::nn::Module& m, std::vector<c10::IValue>& in
   return ref.forward(in[0].toTensor(), extra);
 }
 
-template <size_t... I>
-void register_kinds(std::index_sequence<I...>) {
+}  // namespace
+
+void register_reference_kinds() {
   auto extra_repr = [](const torch::nn::Module& m) {
     const auto& ref = detail::as<ReferenceModuleImpl>(m);
     const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*ref.float_module());
     return kind && kind->extra_repr ? kind->extra_repr(*ref.float_module()) : std::string();
   };
-  (ir::ModuleRegistry::instance().add({kReferenceTypes[I].reference_type, typeid(detail::Typed<ReferenceModuleImpl, I>),
-                                       &reference_forward, extra_repr, kReferenceTypes[I].display_name}),
-   ...);
+  for (const ReferenceClass& c : reference_classes()) {
+    ir::ModuleRegistry::instance().add({c.reference_type, c.type, &reference_forward, extra_repr, c.display_name});
+  }
 }
-
-}  // namespace
-
-void register_reference_kinds() { register_kinds(std::make_index_sequence<std::size(kReferenceTypes)>()); }
 
 namespace detail {
 
@@ -173,11 +198,9 @@ at::Tensor quantize_dequantize_weight(const at::Tensor& weight, const WeightQPar
 
 ReferenceModuleImpl::ReferenceModuleImpl(std::shared_ptr<torch::nn::Module> float_module, WeightQParams qparams)
     : float_(std::move(float_module)), qparams_(std::move(qparams)) {
-  std::string float_type = ir::module_type_name(*float_);
-  for (const ReferenceType& type : kReferenceTypes) {
-    if (float_type == type.float_type) type_name_ = type.reference_type;
-  }
-  TORCH_CHECK(!type_name_.empty(), "no reference quantized module for ", float_type);
+  const ReferenceClass* reference = reference_class_of(ir::module_type_name(*float_));
+  TORCH_CHECK(reference != nullptr, "no reference quantized module for ", ir::module_type_name(*float_));
+  type_name_ = reference->reference_type;
   for (const auto& p : float_->named_parameters(/*recurse=*/false)) register_parameter(p.key(), p.value());
   register_buffer("weight_scale", qparams_.scale);
   register_buffer("weight_zero_point", qparams_.zero_point);
@@ -202,23 +225,27 @@ at::Tensor ReferenceModuleImpl::forward(const at::Tensor& x, const std::vector<a
   return detail::weighted_forward(*float_, x, weight_dequantized(), extra);
 }
 
-bool has_reference_module(const std::string& float_type) {
-  for (const ReferenceType& type : kReferenceTypes) {
-    if (float_type == type.float_type) return true;
-  }
-  return false;
-}
+template <typename FloatImpl>
+ReferenceImpl<FloatImpl>::ReferenceImpl(std::shared_ptr<FloatImpl> float_module, WeightQParams qparams)
+    : ReferenceModuleImpl(std::move(float_module), std::move(qparams)) {}
+
+template class ReferenceImpl<torch::nn::LinearImpl>;
+template class ReferenceImpl<torch::nn::Conv1dImpl>;
+template class ReferenceImpl<torch::nn::Conv2dImpl>;
+template class ReferenceImpl<torch::nn::Conv3dImpl>;
+template class ReferenceImpl<torch::nn::ConvTranspose1dImpl>;
+template class ReferenceImpl<torch::nn::ConvTranspose2dImpl>;
+template class ReferenceImpl<torch::nn::ConvTranspose3dImpl>;
+template class ReferenceImpl<torch::nn::EmbeddingImpl>;
+template class ReferenceImpl<torch::nn::EmbeddingBagImpl>;
+
+bool has_reference_module(const std::string& float_type) { return reference_class_of(float_type) != nullptr; }
 
 std::shared_ptr<ReferenceModuleImpl> reference_from_float(std::shared_ptr<torch::nn::Module> float_module,
                                                           const WeightQParams& qparams) {
-  std::string float_type = ir::module_type_name(*float_module);
-  for (size_t i = 0; i < std::size(kReferenceTypes); ++i) {
-    if (float_type == kReferenceTypes[i].float_type) {
-      return detail::make_kind<ReferenceModuleImpl, std::size(kReferenceTypes), std::shared_ptr<torch::nn::Module>,
-                               WeightQParams>(i, std::move(float_module), qparams);
-    }
-  }
-  TORCH_CHECK(false, "no reference quantized module for ", float_type);
+  const ReferenceClass* reference = reference_class_of(ir::module_type_name(*float_module));
+  TORCH_CHECK(reference != nullptr, "no reference quantized module for ", ir::module_type_name(*float_module));
+  return reference->from_float(std::move(float_module), qparams);
 }
 
 }  // namespace qfx::nn

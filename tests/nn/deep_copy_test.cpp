@@ -8,6 +8,7 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/parser.h"
 #include "qfx/nn/intrinsic.h"
+#include "qfx/nn/qat.h"
 #include "qfx/nn/quantized.h"
 #include "qfx/nn/reference.h"
 #include "qfx/quant/qconfig.h"
@@ -16,6 +17,8 @@
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
 #include <set>
@@ -51,7 +54,7 @@ TEST(DeepCopy, KeepsSharingInsideTheTree) {
   auto relu = torch::nn::ReLU().ptr();
   ir::GraphModule gm;
   gm.add_submodule("fc", fc);
-  gm.add_submodule("ref", reference_from_float(fc, qparams_for(fc->weight)));  // holds fc's weight
+  gm.add_submodule("ref", ReferenceLinearImpl::from_float(fc, qparams_for(fc->weight)));  // holds fc's weight
   gm.add_submodule("block.act", relu);
   gm.add_submodule("block.again", relu);  // one module at two paths
   auto copy = gm.deep_copy();
@@ -94,6 +97,37 @@ TEST(DeepCopy, CopiesComputeAsTheOriginalAndStayApart) {
   EXPECT_NE(&dynamic_cast<QuantizedModuleImpl&>(*copy).attribute("_packed_params").toObjectRef(),
             &quantized->attribute("_packed_params").toObjectRef())
       << "packed weights rebuilt, not shared";
+}
+
+TEST(ReferenceModules, OneClassPerFloatClass) {
+  torch::NoGradGuard no_grad;
+  auto conv = torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 3, 3)).ptr();
+  ReferenceConv2d ref(conv, qparams_for(conv->weight));  // the LibTorch holder idiom
+  EXPECT_EQ(ir::module_type_name(*ref.ptr()), "torch.ao.nn.quantized.reference.Conv2d");
+  EXPECT_EQ(ref->float_module(), conv);
+  EXPECT_TRUE(ref->named_parameters(false)["weight"].is_same(conv->weight)) << "from_float shares the weight";
+  // The generic entry point picks the same class from the float module's type.
+  auto by_type = reference_from_float(conv, qparams_for(conv->weight));
+  EXPECT_NE(std::dynamic_pointer_cast<ReferenceConv2dImpl>(by_type), nullptr);
+  auto copy = std::dynamic_pointer_cast<ReferenceConv2dImpl>(ref->clone());
+  ASSERT_NE(copy, nullptr);
+  at::Tensor x = at::randn({1, 2, 5, 5});
+  EXPECT_TRUE(at::equal(copy->forward(x), ref->forward(x)));
+  EXPECT_THROW(reference_from_float(torch::nn::ReLU().ptr(), {}), c10::Error);
+}
+
+TEST(QatModules, OneClassPerFloatClassAndFusion) {
+  auto conv = torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 3, 3)).ptr();
+  auto fused =
+      make_fused_module(FusedKind::kConvBnReLU2d, {conv, torch::nn::BatchNorm2d(3).ptr(), torch::nn::ReLU().ptr()});
+  quant::QConfig qconfig = quant::get_default_qat_qconfig("onednn");
+  std::shared_ptr<QatConvBnReLU2dImpl> qat = QatConvBnReLU2dImpl::from_float(fused, qconfig);
+  EXPECT_EQ(ir::module_type_name(*qat), "torch.ao.nn.intrinsic.qat.ConvBnReLU2d");
+  EXPECT_TRUE(qat->named_parameters(false)["weight"].is_same(conv->weight)) << "from_float shares the weight";
+  auto by_name = qat_from_float("torch.ao.nn.intrinsic.qat.ConvBnReLU2d", fused, qconfig);
+  EXPECT_NE(std::dynamic_pointer_cast<QatConvBnReLU2dImpl>(by_name), nullptr);
+  EXPECT_NE(std::dynamic_pointer_cast<QatConvBnReLU2dImpl>(qat->clone()), nullptr);
+  EXPECT_THROW(QatConv2dImpl::from_float(fused, qconfig), c10::Error);  // a fused module is not a Conv2d
 }
 
 struct Uncopyable : torch::nn::Module {};

@@ -9,6 +9,20 @@
 #include <string>
 #include <vector>
 
+// The weighted float classes, for the reference and QAT class templates
+// (reference.h, qat.h) without LibTorch's module headers.
+namespace torch::nn {
+class LinearImpl;
+class Conv1dImpl;
+class Conv2dImpl;
+class Conv3dImpl;
+class ConvTranspose1dImpl;
+class ConvTranspose2dImpl;
+class ConvTranspose3dImpl;
+class EmbeddingImpl;
+class EmbeddingBagImpl;
+}  // namespace torch::nn
+
 namespace qfx::nn {
 
 /// The PyTorch names of all registered float module types, sorted.

@@ -14,6 +14,7 @@
 /// \endcode
 
 #include "qfx/nn/clone.h"
+#include "qfx/nn/float_modules.h"
 #include "qfx/nn/intrinsic.h"
 #include "qfx/quant/observer_base.h"
 #include "qfx/quant/qconfig.h"
@@ -26,8 +27,9 @@
 
 namespace qfx::nn {
 
-/// One QAT module. Holds `weight` and `bias` (shared with the float module
-/// it came from), `bn` for ConvBn kinds, and `weight_fake_quant`.
+/// What every QAT module shares (QatImpl below). Holds `weight` and `bias`
+/// (shared with the float module it came from), `bn` for ConvBn kinds, and
+/// `weight_fake_quant`.
 class QatModuleImpl : public torch::nn::Module {
  public:
   /// `weighted`: the float Linear/Conv*d/Embedding whose op runs; `bn`: the
@@ -68,6 +70,68 @@ class QatModuleImpl : public torch::nn::Module {
   std::shared_ptr<quant::ActivationPostProcess> weight_fake_quant_;
   std::vector<std::string> source_types_;
 };
+
+/// What a QAT class adds to its float module's op.
+enum class QatFusion {
+  kNone,    ///< torch.ao.nn.qat.Linear, Conv2d, Embedding, ...
+  kReLU,    ///< intrinsic.qat.LinearReLU, ConvReLU2d, ...
+  kBn,      ///< intrinsic.qat.ConvBn2d, LinearBn1d, ...
+  kBnReLU,  ///< intrinsic.qat.ConvBnReLU2d, ...
+};
+
+/// The QAT class of float class `FloatImpl` with `Fusion`, as
+/// `torch.ao.nn.qat` and `torch.ao.nn.intrinsic.qat` have one per pair
+/// (`QatConvBnReLU2d` is `torch.ao.nn.intrinsic.qat.ConvBnReLU2d`).
+template <typename FloatImpl, QatFusion Fusion>
+class QatImpl final : public QatModuleImpl {
+ public:
+  using QatModuleImpl::QatModuleImpl;
+
+  /// PyTorch's `from_float`: the QAT module for `float_module` (a
+  /// `FloatImpl`, or the fused module of it with its batch norm and/or
+  /// relu), sharing its parameters, its weight fake-quantized by
+  /// `qconfig.weight`. c10::Error for another module.
+  static std::shared_ptr<QatImpl> from_float(const ModulePtr& float_module, const quant::QConfig& qconfig);
+
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    return clone_through<QatImpl>(static_cast<const QatModuleImpl&>(*this), device);
+  }
+};
+
+using QatLinearImpl = QatImpl<torch::nn::LinearImpl, QatFusion::kNone>;
+using QatConv1dImpl = QatImpl<torch::nn::Conv1dImpl, QatFusion::kNone>;
+using QatConv2dImpl = QatImpl<torch::nn::Conv2dImpl, QatFusion::kNone>;
+using QatConv3dImpl = QatImpl<torch::nn::Conv3dImpl, QatFusion::kNone>;
+using QatEmbeddingImpl = QatImpl<torch::nn::EmbeddingImpl, QatFusion::kNone>;
+using QatEmbeddingBagImpl = QatImpl<torch::nn::EmbeddingBagImpl, QatFusion::kNone>;
+using QatLinearReLUImpl = QatImpl<torch::nn::LinearImpl, QatFusion::kReLU>;
+using QatConvReLU1dImpl = QatImpl<torch::nn::Conv1dImpl, QatFusion::kReLU>;
+using QatConvReLU2dImpl = QatImpl<torch::nn::Conv2dImpl, QatFusion::kReLU>;
+using QatConvReLU3dImpl = QatImpl<torch::nn::Conv3dImpl, QatFusion::kReLU>;
+using QatConvBn1dImpl = QatImpl<torch::nn::Conv1dImpl, QatFusion::kBn>;
+using QatConvBn2dImpl = QatImpl<torch::nn::Conv2dImpl, QatFusion::kBn>;
+using QatConvBn3dImpl = QatImpl<torch::nn::Conv3dImpl, QatFusion::kBn>;
+using QatConvBnReLU1dImpl = QatImpl<torch::nn::Conv1dImpl, QatFusion::kBnReLU>;
+using QatConvBnReLU2dImpl = QatImpl<torch::nn::Conv2dImpl, QatFusion::kBnReLU>;
+using QatConvBnReLU3dImpl = QatImpl<torch::nn::Conv3dImpl, QatFusion::kBnReLU>;
+using QatLinearBn1dImpl = QatImpl<torch::nn::LinearImpl, QatFusion::kBn>;
+TORCH_MODULE(QatLinear);
+TORCH_MODULE(QatConv1d);
+TORCH_MODULE(QatConv2d);
+TORCH_MODULE(QatConv3d);
+TORCH_MODULE(QatEmbedding);
+TORCH_MODULE(QatEmbeddingBag);
+TORCH_MODULE(QatLinearReLU);
+TORCH_MODULE(QatConvReLU1d);
+TORCH_MODULE(QatConvReLU2d);
+TORCH_MODULE(QatConvReLU3d);
+TORCH_MODULE(QatConvBn1d);
+TORCH_MODULE(QatConvBn2d);
+TORCH_MODULE(QatConvBn3d);
+TORCH_MODULE(QatConvBnReLU1d);
+TORCH_MODULE(QatConvBnReLU2d);
+TORCH_MODULE(QatConvBnReLU3d);
+TORCH_MODULE(QatLinearBn1d);
 
 /// PyTorch's `from_float`: the QAT module of class `qat_type` for a float
 /// module (Linear, Conv*d, Embedding, EmbeddingBag) or a fused one

@@ -14,10 +14,12 @@
 /// \endcode
 
 #include "qfx/nn/clone.h"
+#include "qfx/nn/float_modules.h"
 #include "qfx/quant/observer_base.h"
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
 
 #include <memory>
 #include <string>
@@ -47,9 +49,10 @@ at::Tensor quantize_weight(const at::Tensor& weight, const WeightQParams& qparam
 /// _quantize_and_dequantize_weight); float16 rounds through half.
 at::Tensor quantize_dequantize_weight(const at::Tensor& weight, const WeightQParams& qparams);
 
-/// A reference quantized module around a float Linear, ConvNd,
-/// ConvTransposeNd, Embedding or EmbeddingBag. Registers `weight`, `bias` (the float module's tensors),
-/// and the buffers `weight_scale`, `weight_zero_point`, `weight_axis`.
+/// What every reference quantized module shares (ReferenceImpl below): a
+/// float Linear, ConvNd, ConvTransposeNd, Embedding or EmbeddingBag whose
+/// op it runs. Registers `weight`, `bias` (the float module's tensors), and
+/// the buffers `weight_scale`, `weight_zero_point`, `weight_axis`.
 class ReferenceModuleImpl : public torch::nn::Module {
  public:
   ReferenceModuleImpl(std::shared_ptr<torch::nn::Module> float_module, WeightQParams qparams);
@@ -73,12 +76,53 @@ class ReferenceModuleImpl : public torch::nn::Module {
   std::string type_name_;
 };
 
+/// The reference module class of float class `FloatImpl`, as
+/// `torch.ao.nn.quantized.reference` has one per float class
+/// (`ReferenceConv2d` is `torch.ao.nn.quantized.reference.Conv2d`).
+template <typename FloatImpl>
+class ReferenceImpl final : public ReferenceModuleImpl {
+ public:
+  ReferenceImpl(std::shared_ptr<FloatImpl> float_module, WeightQParams qparams);
+  ReferenceImpl(const ReferenceModuleImpl& other, DeepCopy tag) : ReferenceModuleImpl(other, tag) {}
+
+  /// PyTorch's from_float: `float_module` with its weight quantized and
+  /// dequantized with `qparams` (PyTorch takes them from the qconfig's
+  /// weight observer after it has seen the weight: weight_qparams_of).
+  static std::shared_ptr<ReferenceImpl> from_float(std::shared_ptr<FloatImpl> float_module,
+                                                   const WeightQParams& qparams) {
+    return std::make_shared<ReferenceImpl>(std::move(float_module), qparams);
+  }
+
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    return clone_through<ReferenceImpl>(static_cast<const ReferenceModuleImpl&>(*this), device);
+  }
+};
+
+using ReferenceLinearImpl = ReferenceImpl<torch::nn::LinearImpl>;
+using ReferenceConv1dImpl = ReferenceImpl<torch::nn::Conv1dImpl>;
+using ReferenceConv2dImpl = ReferenceImpl<torch::nn::Conv2dImpl>;
+using ReferenceConv3dImpl = ReferenceImpl<torch::nn::Conv3dImpl>;
+using ReferenceConvTranspose1dImpl = ReferenceImpl<torch::nn::ConvTranspose1dImpl>;
+using ReferenceConvTranspose2dImpl = ReferenceImpl<torch::nn::ConvTranspose2dImpl>;
+using ReferenceConvTranspose3dImpl = ReferenceImpl<torch::nn::ConvTranspose3dImpl>;
+using ReferenceEmbeddingImpl = ReferenceImpl<torch::nn::EmbeddingImpl>;
+using ReferenceEmbeddingBagImpl = ReferenceImpl<torch::nn::EmbeddingBagImpl>;
+TORCH_MODULE(ReferenceLinear);
+TORCH_MODULE(ReferenceConv1d);
+TORCH_MODULE(ReferenceConv2d);
+TORCH_MODULE(ReferenceConv3d);
+TORCH_MODULE(ReferenceConvTranspose1d);
+TORCH_MODULE(ReferenceConvTranspose2d);
+TORCH_MODULE(ReferenceConvTranspose3d);
+TORCH_MODULE(ReferenceEmbedding);
+TORCH_MODULE(ReferenceEmbeddingBag);
+
 /// True when float modules of `float_type` (`torch.nn.Conv2d`) have a
 /// reference quantized module.
 bool has_reference_module(const std::string& float_type);
 
-/// The reference module for a float module (`from_float`); c10::Error if
-/// there is no reference module for its type.
+/// The reference module for a float module of any reference class (its
+/// ReferenceImpl's from_float); c10::Error if its type has none.
 std::shared_ptr<ReferenceModuleImpl> reference_from_float(std::shared_ptr<torch::nn::Module> float_module,
                                                           const WeightQParams& qparams);
 
