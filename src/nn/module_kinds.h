@@ -5,7 +5,6 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/namespace.h"
 #include "qfx/ir/python_literals.h"
-#include "qfx/nn/clone.h"
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/ArrayRef.h>
@@ -114,36 +113,6 @@ inline bool all_equal(c10::IntArrayRef values, int64_t v) {
     if (x != v) return false;
   }
   return true;
-}
-
-/// One C++ class per kind of a module class `Base` that serves several
-/// PyTorch classes (reference, quantized, QAT modules): the registry tells
-/// kinds apart by C++ type.
-template <typename Base, size_t Index>
-class Typed final : public Base {
- public:
-  using Base::Base;
-  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
-    return clone_through<Typed>(static_cast<const Base&>(*this), device);
-  }
-};
-
-template <typename Base, size_t Index, typename... Args>
-std::shared_ptr<Base> make_typed(Args... args) {
-  return std::make_shared<Typed<Base, Index>>(std::move(args)...);
-}
-
-template <typename Base, typename... Args, size_t... I>
-std::vector<std::shared_ptr<Base> (*)(Args...)> typed_makers(std::index_sequence<I...>) {
-  return {&make_typed<Base, I, Args...>...};
-}
-
-/// A new module of kind `index` (< Count) of `Base`, from its constructor arguments.
-template <typename Base, size_t Count, typename... Args>
-std::shared_ptr<Base> make_kind(size_t index, Args... args) {
-  static const auto makers = typed_makers<Base, Args...>(std::make_index_sequence<Count>());
-  TORCH_CHECK(index < Count, "module kind ", index, " out of range");
-  return makers[index](std::move(args)...);
 }
 
 }  // namespace qfx::nn::detail

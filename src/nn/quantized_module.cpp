@@ -10,62 +10,127 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <exception>
+#include <typeindex>
 #include <string>
 #include <utility>
 
 namespace qfx::nn {
 namespace {
 
-struct QuantizedType {
+/// A quantized module class: its PyTorch name, the name it prints under,
+/// its C++ class and how to make one from its constructor's arguments.
+struct QuantizedClass {
   const char* type_name;
   const char* display_name;
+  std::type_index type;
+  std::shared_ptr<QuantizedModuleImpl> (*make)(std::string, QuantizedCall, QuantizedAttributes, std::string);
 };
 
-const QuantizedType kQuantizedTypes[] = {
-    {"torch.ao.nn.quantized.Linear", "QuantizedLinear"},
-    {"torch.ao.nn.quantized.Conv1d", "QuantizedConv1d"},
-    {"torch.ao.nn.quantized.Conv2d", "QuantizedConv2d"},
-    {"torch.ao.nn.quantized.Conv3d", "QuantizedConv3d"},
-    {"torch.ao.nn.quantized.ConvTranspose1d", "QuantizedConvTranpose1d"},
-    {"torch.ao.nn.quantized.ConvTranspose2d", "QuantizedConvTranpose2d"},
-    {"torch.ao.nn.quantized.BatchNorm2d", "QuantizedBatchNorm2d"},
-    {"torch.ao.nn.quantized.BatchNorm3d", "QuantizedBatchNorm3d"},
-    {"torch.ao.nn.quantized.ELU", "QuantizedELU"},
-    {"torch.ao.nn.quantized.LeakyReLU", "QuantizedLeakyReLU"},
-    {"torch.ao.nn.quantized.Hardswish", "QuantizedHardswish"},
-    {"torch.ao.nn.quantized.InstanceNorm1d", "QuantizedInstanceNorm1d"},
-    {"torch.ao.nn.quantized.InstanceNorm2d", "QuantizedInstanceNorm2d"},
-    {"torch.ao.nn.quantized.InstanceNorm3d", "QuantizedInstanceNorm3d"},
-    {"torch.ao.nn.quantized.LayerNorm", "QuantizedLayerNorm"},
-    {"torch.ao.nn.quantized.Dropout", "QuantizedDropout"},
-    {"torch.ao.nn.quantized.Softmax", "QuantizedSoftmax"},
-    {"torch.ao.nn.quantized.Embedding", "QuantizedEmbedding"},
-    {"torch.ao.nn.quantized.EmbeddingBag", "QuantizedEmbeddingBag"},
-    {"torch.ao.nn.intrinsic.quantized.LinearReLU", "QuantizedLinearReLU"},
-    {"torch.ao.nn.intrinsic.quantized.ConvReLU1d", "QuantizedConvReLU1d"},
-    {"torch.ao.nn.intrinsic.quantized.ConvReLU2d", "QuantizedConvReLU2d"},
-    {"torch.ao.nn.intrinsic.quantized.ConvReLU3d", "QuantizedConvReLU3d"},
-    {"torch.ao.nn.intrinsic.quantized.BNReLU2d", "QuantizedBNReLU2d"},
-    {"torch.ao.nn.intrinsic.quantized.BNReLU3d", "QuantizedBNReLU3d"},
-    {"torch.ao.nn.quantized.dynamic.Linear", "DynamicQuantizedLinear"},
-    {"torch.ao.nn.intrinsic.quantized.dynamic.LinearReLU", "DynamicQuantizedLinearReLU"},
+template <typename Impl>
+QuantizedClass row(const char* type_name, const char* display_name) {
+  auto make = [](std::string type, QuantizedCall call, QuantizedAttributes attributes,
+                 std::string extra_repr) -> std::shared_ptr<QuantizedModuleImpl> {
+    return std::make_shared<Impl>(std::move(type), std::move(call), std::move(attributes), std::move(extra_repr));
+  };
+  return {type_name, display_name, typeid(Impl), make};
+}
+
+/// One C++ class per row of the classes that differ only in their op and
+/// attributes (BatchNorm2d, ELU, ...): the registry tells classes apart by
+/// C++ type.
+template <size_t Index>
+class Unary final : public QuantizedModuleImpl {
+ public:
+  using QuantizedModuleImpl::QuantizedModuleImpl;
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    return clone_through<Unary>(static_cast<const QuantizedModuleImpl&>(*this), device);
+  }
 };
+
+const std::vector<QuantizedClass>& quantized_classes() {
+  static const std::vector<QuantizedClass> kClasses = {
+      row<QuantizedLinearImpl>("torch.ao.nn.quantized.Linear", "QuantizedLinear"),
+      row<QuantizedConv1dImpl>("torch.ao.nn.quantized.Conv1d", "QuantizedConv1d"),
+      row<QuantizedConv2dImpl>("torch.ao.nn.quantized.Conv2d", "QuantizedConv2d"),
+      row<QuantizedConv3dImpl>("torch.ao.nn.quantized.Conv3d", "QuantizedConv3d"),
+      row<QuantizedConvTranspose1dImpl>("torch.ao.nn.quantized.ConvTranspose1d", "QuantizedConvTranpose1d"),
+      row<QuantizedConvTranspose2dImpl>("torch.ao.nn.quantized.ConvTranspose2d", "QuantizedConvTranpose2d"),
+      row<Unary<0>>("torch.ao.nn.quantized.BatchNorm2d", "QuantizedBatchNorm2d"),
+      row<Unary<1>>("torch.ao.nn.quantized.BatchNorm3d", "QuantizedBatchNorm3d"),
+      row<Unary<2>>("torch.ao.nn.quantized.ELU", "QuantizedELU"),
+      row<Unary<3>>("torch.ao.nn.quantized.LeakyReLU", "QuantizedLeakyReLU"),
+      row<Unary<4>>("torch.ao.nn.quantized.Hardswish", "QuantizedHardswish"),
+      row<Unary<5>>("torch.ao.nn.quantized.InstanceNorm1d", "QuantizedInstanceNorm1d"),
+      row<Unary<6>>("torch.ao.nn.quantized.InstanceNorm2d", "QuantizedInstanceNorm2d"),
+      row<Unary<7>>("torch.ao.nn.quantized.InstanceNorm3d", "QuantizedInstanceNorm3d"),
+      row<Unary<8>>("torch.ao.nn.quantized.LayerNorm", "QuantizedLayerNorm"),
+      row<Unary<9>>("torch.ao.nn.quantized.Dropout", "QuantizedDropout"),
+      row<Unary<10>>("torch.ao.nn.quantized.Softmax", "QuantizedSoftmax"),
+      row<QuantizedEmbeddingImpl>("torch.ao.nn.quantized.Embedding", "QuantizedEmbedding"),
+      row<QuantizedEmbeddingBagImpl>("torch.ao.nn.quantized.EmbeddingBag", "QuantizedEmbeddingBag"),
+      row<QuantizedLinearReLUImpl>("torch.ao.nn.intrinsic.quantized.LinearReLU", "QuantizedLinearReLU"),
+      row<QuantizedConvReLU1dImpl>("torch.ao.nn.intrinsic.quantized.ConvReLU1d", "QuantizedConvReLU1d"),
+      row<QuantizedConvReLU2dImpl>("torch.ao.nn.intrinsic.quantized.ConvReLU2d", "QuantizedConvReLU2d"),
+      row<QuantizedConvReLU3dImpl>("torch.ao.nn.intrinsic.quantized.ConvReLU3d", "QuantizedConvReLU3d"),
+      row<Unary<11>>("torch.ao.nn.intrinsic.quantized.BNReLU2d", "QuantizedBNReLU2d"),
+      row<Unary<12>>("torch.ao.nn.intrinsic.quantized.BNReLU3d", "QuantizedBNReLU3d"),
+      row<DynamicQuantizedLinearImpl>("torch.ao.nn.quantized.dynamic.Linear", "DynamicQuantizedLinear"),
+      row<DynamicQuantizedLinearReLUImpl>("torch.ao.nn.intrinsic.quantized.dynamic.LinearReLU",
+                                          "DynamicQuantizedLinearReLU"),
+  };
+  return kClasses;
+}
+
+/// The PyTorch name of C++ class `type`.
+const char* class_name_of(const std::type_info& type) {
+  for (const QuantizedClass& c : quantized_classes()) {
+    if (c.type == type) return c.type_name;
+  }
+  TORCH_CHECK(false, "no quantized module class for ", type.name());
+}
 
 c10::IValue quantized_forward(torch::nn::Module& m, std::vector<c10::IValue>& in) {
   return dynamic_cast<QuantizedModuleImpl&>(m).forward(in);
 }
 
-template <size_t... I>
-void register_kinds(std::index_sequence<I...>) {
-  auto extra_repr = [](const torch::nn::Module& m) { return detail::as<QuantizedModuleImpl>(m).extra_repr(); };
-  (ir::ModuleRegistry::instance().add({kQuantizedTypes[I].type_name, typeid(detail::Typed<QuantizedModuleImpl, I>),
-                                       &quantized_forward, extra_repr, kQuantizedTypes[I].display_name}),
-   ...);
-}
-
 }  // namespace
 
-void register_quantized_kinds() { register_kinds(std::make_index_sequence<std::size(kQuantizedTypes)>()); }
+void register_quantized_kinds() {
+  auto extra_repr = [](const torch::nn::Module& m) { return detail::as<QuantizedModuleImpl>(m).extra_repr(); };
+  for (const QuantizedClass& c : quantized_classes()) {
+    ir::ModuleRegistry::instance().add({c.type_name, c.type, &quantized_forward, extra_repr, c.display_name});
+  }
+}
+
+template <typename FloatImpl, QuantizedMode Mode>
+std::shared_ptr<QuantizedImpl<FloatImpl, Mode>> QuantizedImpl<FloatImpl, Mode>::from_reference(
+    const torch::nn::Module& reference, std::optional<OutputQParams> output) {
+  return std::static_pointer_cast<QuantizedImpl>(
+      quantized_from_reference(class_name_of(typeid(QuantizedImpl)), reference, output));
+}
+
+template <typename FloatImpl, QuantizedMode Mode>
+std::shared_ptr<QuantizedImpl<FloatImpl, Mode>> QuantizedImpl<FloatImpl, Mode>::from_float(
+    const std::shared_ptr<torch::nn::Module>& float_module, const quant::QConfig& qconfig,
+    std::optional<OutputQParams> output) {
+  return std::static_pointer_cast<QuantizedImpl>(
+      quantized_from_float(class_name_of(typeid(QuantizedImpl)), float_module, qconfig, output));
+}
+
+template class QuantizedImpl<torch::nn::LinearImpl, QuantizedMode::kStatic>;
+template class QuantizedImpl<torch::nn::LinearImpl, QuantizedMode::kStaticReLU>;
+template class QuantizedImpl<torch::nn::LinearImpl, QuantizedMode::kDynamic>;
+template class QuantizedImpl<torch::nn::LinearImpl, QuantizedMode::kDynamicReLU>;
+template class QuantizedImpl<torch::nn::Conv1dImpl, QuantizedMode::kStatic>;
+template class QuantizedImpl<torch::nn::Conv2dImpl, QuantizedMode::kStatic>;
+template class QuantizedImpl<torch::nn::Conv3dImpl, QuantizedMode::kStatic>;
+template class QuantizedImpl<torch::nn::Conv1dImpl, QuantizedMode::kStaticReLU>;
+template class QuantizedImpl<torch::nn::Conv2dImpl, QuantizedMode::kStaticReLU>;
+template class QuantizedImpl<torch::nn::Conv3dImpl, QuantizedMode::kStaticReLU>;
+template class QuantizedImpl<torch::nn::ConvTranspose1dImpl, QuantizedMode::kStatic>;
+template class QuantizedImpl<torch::nn::ConvTranspose2dImpl, QuantizedMode::kStatic>;
+template class QuantizedImpl<torch::nn::EmbeddingImpl, QuantizedMode::kWeightOnly>;
+template class QuantizedImpl<torch::nn::EmbeddingBagImpl, QuantizedMode::kWeightOnly>;
 
 namespace {
 
@@ -104,11 +169,9 @@ namespace detail {
 
 std::shared_ptr<QuantizedModuleImpl> make_quantized(const std::string& type_name, QuantizedCall call,
                                                     QuantizedAttributes attributes, std::string extra_repr) {
-  for (size_t i = 0; i < std::size(kQuantizedTypes); ++i) {
-    if (type_name == kQuantizedTypes[i].type_name) {
-      return make_kind<QuantizedModuleImpl, std::size(kQuantizedTypes), std::string, QuantizedCall, QuantizedAttributes,
-                       std::string>(i, type_name, std::move(call), std::move(attributes), std::move(extra_repr));
-    }
+  for (const QuantizedClass& c : quantized_classes()) {
+    if (type_name == c.type_name)
+      return c.make(type_name, std::move(call), std::move(attributes), std::move(extra_repr));
   }
   TORCH_CHECK(false, "no quantized module class ", type_name);
 }
@@ -230,7 +293,7 @@ bool QuantizedModuleImpl::repack_convolution() {
 
 std::vector<std::string> quantized_module_types() {
   std::vector<std::string> names;
-  for (const QuantizedType& t : kQuantizedTypes) names.push_back(t.type_name);
+  for (const QuantizedClass& c : quantized_classes()) names.push_back(c.type_name);
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -14,10 +14,12 @@
 /// \endcode
 
 #include "qfx/nn/clone.h"
+#include "qfx/nn/float_modules.h"
 #include "qfx/quant/qconfig.h"
 
 #include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
 
 #include <memory>
 #include <optional>
@@ -59,7 +61,11 @@ struct QuantizedCall {
 /// A module's attributes in PyTorch's order, by name.
 using QuantizedAttributes = std::vector<std::pair<std::string, c10::IValue>>;
 
-/// One quantized module. Tensor attributes are also registered as buffers.
+/// What every quantized module shares: PyTorch's attributes and the one
+/// quantized op its forward calls. The weighted classes are QuantizedImpl
+/// below; the others (BatchNorm2d, ELU, LayerNorm, ...) differ only in their
+/// op and attributes and are rows of one table. Tensor attributes are also
+/// registered as buffers.
 /// A conv whose `padding_mode` attribute is not "zeros" pads its input with
 /// `_reversed_padding_repeated_twice` first, as PyTorch's quantized convs.
 class QuantizedModuleImpl : public torch::nn::Module {
@@ -129,6 +135,69 @@ std::shared_ptr<QuantizedModuleImpl> quantized_from_float(const std::string& qua
                                                           const std::shared_ptr<torch::nn::Module>& float_module,
                                                           const quant::QConfig& qconfig,
                                                           std::optional<OutputQParams> output);
+
+/// How a weighted quantized class quantizes.
+enum class QuantizedMode {
+  kStatic,       ///< quantized.Linear, Conv2d, ConvTranspose2d: quantized input and output
+  kStaticReLU,   ///< intrinsic.quantized.LinearReLU, ConvReLU2d
+  kDynamic,      ///< quantized.dynamic.Linear: float input, activations quantized per call
+  kDynamicReLU,  ///< intrinsic.quantized.dynamic.LinearReLU
+  kWeightOnly,   ///< quantized.Embedding, EmbeddingBag
+};
+
+/// The weighted quantized class of float class `FloatImpl` in `Mode`, one
+/// per PyTorch class (`QuantizedConvReLU2d` is
+/// `torch.ao.nn.intrinsic.quantized.ConvReLU2d`).
+template <typename FloatImpl, QuantizedMode Mode>
+class QuantizedImpl final : public QuantizedModuleImpl {
+ public:
+  using QuantizedModuleImpl::QuantizedModuleImpl;
+
+  /// PyTorch's `from_reference`: from a reference module of `FloatImpl` (or
+  /// the fused module around one, for the ReLU classes), its weight
+  /// quantized with the reference's qparams and prepacked for the current
+  /// engine; `output` is the output's qparams (static classes only).
+  static std::shared_ptr<QuantizedImpl> from_reference(const torch::nn::Module& reference,
+                                                       std::optional<OutputQParams> output = std::nullopt);
+  /// PyTorch's `from_float` (eager mode): from a float `FloatImpl` (or its
+  /// fused module), its weight observed by `qconfig.weight`.
+  static std::shared_ptr<QuantizedImpl> from_float(const std::shared_ptr<torch::nn::Module>& float_module,
+                                                   const quant::QConfig& qconfig,
+                                                   std::optional<OutputQParams> output = std::nullopt);
+
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override {
+    return clone_through<QuantizedImpl>(static_cast<const QuantizedModuleImpl&>(*this), device);
+  }
+};
+
+using QuantizedLinearImpl = QuantizedImpl<torch::nn::LinearImpl, QuantizedMode::kStatic>;
+using QuantizedLinearReLUImpl = QuantizedImpl<torch::nn::LinearImpl, QuantizedMode::kStaticReLU>;
+using DynamicQuantizedLinearImpl = QuantizedImpl<torch::nn::LinearImpl, QuantizedMode::kDynamic>;
+using DynamicQuantizedLinearReLUImpl = QuantizedImpl<torch::nn::LinearImpl, QuantizedMode::kDynamicReLU>;
+using QuantizedConv1dImpl = QuantizedImpl<torch::nn::Conv1dImpl, QuantizedMode::kStatic>;
+using QuantizedConv2dImpl = QuantizedImpl<torch::nn::Conv2dImpl, QuantizedMode::kStatic>;
+using QuantizedConv3dImpl = QuantizedImpl<torch::nn::Conv3dImpl, QuantizedMode::kStatic>;
+using QuantizedConvReLU1dImpl = QuantizedImpl<torch::nn::Conv1dImpl, QuantizedMode::kStaticReLU>;
+using QuantizedConvReLU2dImpl = QuantizedImpl<torch::nn::Conv2dImpl, QuantizedMode::kStaticReLU>;
+using QuantizedConvReLU3dImpl = QuantizedImpl<torch::nn::Conv3dImpl, QuantizedMode::kStaticReLU>;
+using QuantizedConvTranspose1dImpl = QuantizedImpl<torch::nn::ConvTranspose1dImpl, QuantizedMode::kStatic>;
+using QuantizedConvTranspose2dImpl = QuantizedImpl<torch::nn::ConvTranspose2dImpl, QuantizedMode::kStatic>;
+using QuantizedEmbeddingImpl = QuantizedImpl<torch::nn::EmbeddingImpl, QuantizedMode::kWeightOnly>;
+using QuantizedEmbeddingBagImpl = QuantizedImpl<torch::nn::EmbeddingBagImpl, QuantizedMode::kWeightOnly>;
+TORCH_MODULE(QuantizedLinear);
+TORCH_MODULE(QuantizedLinearReLU);
+TORCH_MODULE(DynamicQuantizedLinear);
+TORCH_MODULE(DynamicQuantizedLinearReLU);
+TORCH_MODULE(QuantizedConv1d);
+TORCH_MODULE(QuantizedConv2d);
+TORCH_MODULE(QuantizedConv3d);
+TORCH_MODULE(QuantizedConvReLU1d);
+TORCH_MODULE(QuantizedConvReLU2d);
+TORCH_MODULE(QuantizedConvReLU3d);
+TORCH_MODULE(QuantizedConvTranspose1d);
+TORCH_MODULE(QuantizedConvTranspose2d);
+TORCH_MODULE(QuantizedEmbedding);
+TORCH_MODULE(QuantizedEmbeddingBag);
 
 /// The quantized module classes qfx has, sorted.
 std::vector<std::string> quantized_module_types();

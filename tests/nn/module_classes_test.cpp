@@ -1,7 +1,10 @@
-// GraphModule::deep_copy and the clone() of qfx's modules: a copy computes
-// what the original does, shares no tensor with it, keeps the sharing inside
-// the tree (a module at two paths, a weight two modules hold), and a module
-// that cannot be copied is named by its path.
+// The module classes of nn/: one C++ class per PyTorch class for the
+// reference, QAT and weighted quantized modules (static factories, the
+// TORCH_MODULE holder, the generic factories agree with the typed ones);
+// GraphModule::deep_copy and their clone(): a copy computes what the
+// original does, shares no tensor with it, keeps the sharing inside the tree
+// (a module at two paths, a weight two modules hold), and a module that
+// cannot be copied is named by its path.
 
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/interpreter.h"
@@ -128,6 +131,27 @@ TEST(QatModules, OneClassPerFloatClassAndFusion) {
   EXPECT_NE(std::dynamic_pointer_cast<QatConvBnReLU2dImpl>(by_name), nullptr);
   EXPECT_NE(std::dynamic_pointer_cast<QatConvBnReLU2dImpl>(qat->clone()), nullptr);
   EXPECT_THROW(QatConv2dImpl::from_float(fused, qconfig), c10::Error);  // a fused module is not a Conv2d
+}
+
+TEST(QuantizedModules, OneClassPerWeightedClass) {
+  torch::NoGradGuard no_grad;
+  at::manual_seed(1);
+  auto linear = torch::nn::Linear(8, 4).ptr();
+  quant::QConfig qconfig = quant::get_default_qconfig("onednn");
+  auto ref = ReferenceLinearImpl::from_float(linear, qparams_for(linear->weight));
+  std::shared_ptr<QuantizedLinearImpl> q = QuantizedLinearImpl::from_reference(*ref, OutputQParams{0.05, 3});
+  EXPECT_EQ(ir::module_type_name(*q), "torch.ao.nn.quantized.Linear");
+  QuantizedLinear holder(q);  // the LibTorch holder idiom
+  EXPECT_EQ(holder.ptr(), q);
+  // Eager mode's from_float observes the weight as the reference module's qparams did.
+  auto eager = QuantizedLinearImpl::from_float(linear, qconfig, OutputQParams{0.05, 3});
+  at::Tensor x = at::quantize_per_tensor(at::randn({3, 8}), 0.1, 128, at::kQUInt8);
+  EXPECT_TRUE(at::equal(eager->forward({x}).toTensor().int_repr(), q->forward({x}).toTensor().int_repr()));
+  EXPECT_NE(std::dynamic_pointer_cast<QuantizedLinearImpl>(q->clone()), nullptr);
+  auto dynamic =
+      DynamicQuantizedLinearImpl::from_reference(*ReferenceLinearImpl::from_float(linear, qparams_for(linear->weight)));
+  EXPECT_EQ(ir::module_type_name(*dynamic), "torch.ao.nn.quantized.dynamic.Linear");
+  EXPECT_THROW(QuantizedConv2dImpl::from_reference(*ref, OutputQParams{}), c10::Error);  // a Linear is no Conv2d
 }
 
 struct Uncopyable : torch::nn::Module {};
