@@ -8,8 +8,6 @@ void check_clone_device(const c10::optional<torch::Device>& device, const std::s
   TORCH_CHECK(!device.has_value() || device->is_cpu(), type, " can only be copied on the CPU, not to ", *device);
 }
 
-c10::IValue deep_copy_value(const c10::IValue& value) { return value.deepcopy(); }
-
 void copy_training_modes(const torch::nn::Module& from, torch::nn::Module& to) {
   // train() sets a module's children too, so each child is set after its
   // parent (children() needs no shared_ptr to the module: this runs in

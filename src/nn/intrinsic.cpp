@@ -183,9 +183,9 @@ backend::FusedModuleFactory factory_of(FusedKind kind) {
   };
 }
 
-// clang-format off
 }  // namespace
 
+// clang-format off
 void register_fused_kinds() {
 #define QFX_FUSED_KIND(Name) add_module_kind<Name##Impl>(fused_kind_info(FusedKind::k##Name).name);
   QFX_FUSED_KIND(ConvReLU1d) QFX_FUSED_KIND(ConvReLU2d) QFX_FUSED_KIND(ConvReLU3d)
@@ -198,9 +198,6 @@ void register_fused_kinds() {
     backend::BackendRegistry::instance().add_fused_module(fused_kind_info(kind).name, factory_of(kind));
   }
 }
-
-namespace {
 // clang-format on
 
-}  // namespace
 }  // namespace qfx::nn

@@ -221,7 +221,7 @@ namespace {
 
 QuantizedAttributes copy_attributes(const QuantizedAttributes& attributes) {
   QuantizedAttributes copies;
-  for (const auto& [name, value] : attributes) copies.emplace_back(name, deep_copy_value(value));
+  for (const auto& [name, value] : attributes) copies.emplace_back(name, value.deepcopy());
   return copies;
 }
 

@@ -267,7 +267,7 @@ namespace {
 
 std::vector<c10::IValue> copy_values(const std::vector<c10::IValue>& values) {
   std::vector<c10::IValue> copies;
-  for (const c10::IValue& v : values) copies.push_back(deep_copy_value(v));
+  for (const c10::IValue& v : values) copies.push_back(v.deepcopy());
   return copies;
 }
 
@@ -276,7 +276,7 @@ std::vector<c10::IValue> copy_values(const std::vector<c10::IValue>& values) {
 DynamicQuantizedRNNImpl::DynamicQuantizedRNNImpl(const DynamicQuantizedRNNImpl& other, DeepCopy)
     : DynamicQuantizedRNNImpl(other.shape_,
                               copy_values(other.shape_.is_cell() ? other.packed_ : other.cell_params_.vec()),
-                              deep_copy_value(other.bias_ih_), deep_copy_value(other.bias_hh_)) {
+                              other.bias_ih_.deepcopy(), other.bias_hh_.deepcopy()) {
   train(other.is_training());
 }
 

@@ -36,7 +36,7 @@ ReferenceClass row(const char* float_type, const char* reference_type, const cha
   auto from_float = [](std::shared_ptr<torch::nn::Module> m,
                        const WeightQParams& q) -> std::shared_ptr<ReferenceModuleImpl> {
     auto typed = std::dynamic_pointer_cast<FloatImpl>(m);
-    TORCH_CHECK(typed != nullptr, "expects a ", ir::module_type_name(*m));
+    TORCH_CHECK(typed != nullptr, ir::module_type_name(*m), " is registered for another C++ class");
     return ReferenceImpl<FloatImpl>::from_float(std::move(typed), q);
   };
   return {float_type, reference_type, display_name, typeid(ReferenceImpl<FloatImpl>), from_float};

@@ -6,6 +6,8 @@
 // (a module at two paths, a weight two modules hold), and a module that
 // cannot be copied is named by its path.
 
+#include "support/fixtures.h"
+
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/ir/module_registry.h"
@@ -24,26 +26,8 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
-#include <set>
-
 namespace qfx::nn {
 namespace {
-
-/// The storages of every tensor under `module`.
-std::set<const void*> storages(const torch::nn::Module& module) {
-  std::set<const void*> out;
-  for (const at::Tensor& t : module.parameters()) out.insert(t.storage().data());
-  for (const at::Tensor& t : module.buffers()) out.insert(t.storage().data());
-  return out;
-}
-
-bool shares_storage(const torch::nn::Module& a, const torch::nn::Module& b) {
-  std::set<const void*> left = storages(a);
-  for (const void* p : storages(b)) {
-    if (p != nullptr && left.count(p) != 0) return true;
-  }
-  return false;
-}
 
 WeightQParams qparams_for(const at::Tensor& weight) {
   auto observer = quant::get_default_qconfig("onednn").weight.make();
@@ -67,7 +51,7 @@ TEST(DeepCopy, KeepsSharingInsideTheTree) {
   at::Tensor fc_weight = copy->get_attr("fc.weight").toTensor();
   at::Tensor ref_weight = copy->get_attr("ref.weight").toTensor();
   EXPECT_EQ(fc_weight.data_ptr(), ref_weight.data_ptr()) << "the weight both modules hold stays one";
-  EXPECT_FALSE(shares_storage(gm.root(), copy->root()));
+  EXPECT_FALSE(test::shares_storage(gm.root(), copy->root()));
   fc_weight.fill_(0.5);  // the copy's weight, seen by the copy's reference module only
   EXPECT_TRUE(at::equal(ref_weight, at::full_like(ref_weight, 0.5)));
   EXPECT_FALSE(at::equal(fc->weight, at::full_like(fc->weight, 0.5)));
@@ -88,7 +72,7 @@ TEST(DeepCopy, CopiesComputeAsTheOriginalAndStayApart) {
     auto copy = original->clone();
     EXPECT_EQ(ir::module_type_name(*copy), ir::module_type_name(*original));
     EXPECT_EQ(ir::module_repr(*copy), ir::module_repr(*original));
-    EXPECT_FALSE(shares_storage(*original, *copy));
+    EXPECT_FALSE(test::shares_storage(*original, *copy));
     const ir::ModuleKind* kind = ir::ModuleRegistry::instance().find(*original);
     std::vector<c10::IValue> in{original == quantized ? x : x.dequantize()};
     at::Tensor expected = kind->forward(*original, in).toTensor();

@@ -37,7 +37,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <set>
 
 namespace qfx {
 namespace {
@@ -206,21 +205,11 @@ nlohmann::json lstm_qparams(const ir::GraphModule& gm) {
   return cells;
 }
 
-/// The storages of every tensor of a module tree.
-std::set<const void*> storages(const torch::nn::Module& root) {
-  std::set<const void*> out;
-  for (const at::Tensor& t : root.parameters()) out.insert(t.storage().data());
-  for (const at::Tensor& t : root.buffers()) out.insert(t.storage().data());
-  out.erase(nullptr);
-  return out;
-}
-
 /// A deep copy of `gm` that prints as it does and shares no tensor with it.
 std::unique_ptr<ir::GraphModule> checked_copy(const ir::GraphModule& gm, const char* stage) {
   auto copy = gm.deep_copy();
   EXPECT_EQ(copy->to_string(), gm.to_string()) << stage;
-  std::set<const void*> theirs = storages(gm.root());
-  for (const void* p : storages(copy->root())) EXPECT_EQ(theirs.count(p), 0u) << stage << ": a tensor is shared";
+  EXPECT_FALSE(test::shares_storage(gm.root(), copy->root())) << stage << ": a tensor is shared";
   return copy;
 }
 

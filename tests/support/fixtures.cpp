@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 #include <fstream>
 
 namespace qfx::test {
@@ -56,6 +58,17 @@ double max_error(const c10::IValue& a, const c10::IValue& b, bool relative) {
 double max_relative_error(const c10::IValue& a, const c10::IValue& b) { return max_error(a, b, true); }
 
 double max_abs_error(const c10::IValue& a, const c10::IValue& b) { return max_error(a, b, false); }
+
+bool shares_storage(const torch::nn::Module& a, const torch::nn::Module& b) {
+  std::set<const void*> storages;
+  for (const at::Tensor& t : a.parameters()) storages.insert(t.storage().data());
+  for (const at::Tensor& t : a.buffers()) storages.insert(t.storage().data());
+  storages.erase(nullptr);
+  auto shared = [&](const at::Tensor& t) { return storages.count(t.storage().data()) != 0; };
+  auto params = b.parameters();
+  auto buffers = b.buffers();
+  return std::any_of(params.begin(), params.end(), shared) || std::any_of(buffers.begin(), buffers.end(), shared);
+}
 
 }  // namespace qfx::test
 

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
 
 #include <functional>
 #include <memory>
@@ -29,6 +30,10 @@ nlohmann::json fixture_json(const std::string& name);
 double max_relative_error(const c10::IValue& a, const c10::IValue& b);
 /// Largest |a - b| over all tensors (quantized ones dequantized), same rules.
 double max_abs_error(const c10::IValue& a, const c10::IValue& b);
+
+/// True when a parameter or buffer anywhere under `a` and one under `b`
+/// share their storage.
+bool shares_storage(const torch::nn::Module& a, const torch::nn::Module& b);
 
 }  // namespace qfx::test
 

@@ -6,12 +6,13 @@
 /// `weight` is its float module's, a QAT module's is its float module's), so
 /// these modules copy their parts and build themselves anew from the copies:
 /// each has a constructor `Impl(const Impl& other, DeepCopy)` that clone()
-/// calls. Packed weights are copied through their `__getstate__` /
-/// `__setstate__`, as PyTorch's deepcopy does.
+/// calls. Attributes that are not modules (packed weights, qparams) are
+/// copied by `IValue::deepcopy`, which rebuilds packed weights through their
+/// `__getstate__` / `__setstate__`, as PyTorch's deepcopy does.
 ///
 /// \code
 ///   std::shared_ptr<torch::nn::Module> copy = quantized_linear->clone();
-///   auto observer = qfx::nn::deep_copy_of(qat->weight_fake_quant_ptr());
+///   auto observer = qfx::nn::deep_copy_of(qconfig.weight.make());  // an observer and its statistics
 /// \endcode
 
 #include <ATen/core/ivalue.h>
@@ -45,10 +46,6 @@ std::shared_ptr<T> deep_copy_of(const std::shared_ptr<T>& module) {
   TORCH_CHECK(copy != nullptr, "the copy of ", module->name(), " has another type");
   return copy;
 }
-
-/// A deep copy of a module's attribute: tensors cloned, lists, tuples and
-/// dicts copied, packed weights rebuilt from their state.
-c10::IValue deep_copy_value(const c10::IValue& value);
 
 /// Gives every module under `to` the training mode of its counterpart under
 /// `from` (the same tree, as a deep copy has it).
