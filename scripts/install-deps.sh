@@ -18,7 +18,27 @@ packages=(
   python3-torch python3-torchvision   # test oracle only
   dataset-fashion-mnist   # real data for the demo
   chromium                # renders the HTML report in its test
+  libonnx-dev             # ONNX protobuf types, checker and shape inference (ONNX export)
+  nodejs                  # runs ONNX Runtime (npm's onnxruntime-node) in tests, demo and bench
 )
+
+# ONNX Runtime's CPU build from npm (onnxruntime-node, pinned in tools/ort/package.json)
+# into tools/ort/node_modules. Its install script would fetch GPU files from outside
+# the registry: ONNXRUNTIME_NODE_INSTALL=skip keeps it to the CPU runtime npm carries.
+install_ort() {
+  local ort_dir
+  ort_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/ort"
+  if [ -f "$ort_dir/node_modules/onnxruntime-node/package.json" ]; then
+    return 0
+  fi
+  echo "install-deps: installing onnxruntime-node into $ort_dir"
+  (cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error)
+}
+
+# Debian's nodejs brings npm as a package of its own; other builds of nodejs carry it.
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -29,6 +49,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  install_ort
   exit 0
 fi
 
@@ -41,3 +62,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
+install_ort

@@ -6,12 +6,14 @@
 #include "commands.h"
 #include "config_args.h"
 #include "data_args.h"
+#include "onnx_args.h"
 #include "outputs.h"
 #include "qat_training.h"
 
 #include "qfx/passes/custom_config_json.h"
 #include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
+#include "qfx/io/onnx_export.h"
 #include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
@@ -41,6 +43,7 @@ struct Options {
   int64_t calib_batches = 0;  // 0: all
   DataArgs data_args;
   TrainArgs train;
+  OnnxArgs onnx;
   bool dynamic = false, reference = false, print = false, quiet = false, force = false;
 };
 
@@ -136,6 +139,9 @@ void check_options(const Options& o) {
 
 void run(const Options& o) {
   check_options(o);
+  bool onnx = writes_onnx(o.onnx, o.output);
+  std::vector<c10::IValue> example;  // ONNX: the inputs of the run that gives shapes
+  if (onnx) example = example_inputs(o.onnx, o.calib.empty() ? o.train.data : o.calib, o.data_args.resolved());
   io::OutputOptions outputs = check_outputs(
       {o.output, o.report, o.report_html},
       {o.model, o.calib, o.train.data, o.backend, o.qconfig, o.prepare_custom_config, o.convert_custom_config}, o.force,
@@ -170,13 +176,17 @@ void run(const Options& o) {
   for (const std::string& name : custom.preserved_attributes) {  // kept into the output file
     convert_custom.preserved_attributes.push_back(name);
   }
-  if (o.reference) {
+  if (o.reference || onnx) {  // ONNX's QDQ form is made from the reference model
     convert_to_reference_fx(*gm, backend, custom, convert_custom);
   } else {
     convert_fx(*gm, backend, custom, convert_custom);
   }
   timings["convert_s"] = clock.lap();
-  io::export_torchscript(*gm, o.output, outputs);
+  if (onnx) {
+    io::export_onnx(*gm, example, o.output, o.onnx.options, outputs);
+  } else {
+    io::export_torchscript(*gm, o.output, outputs);
+  }
   timings["export_s"] = clock.lap();
   if (o.print) std::cout << gm->to_string() << "\n";
   nlohmann::json report = {{"model", o.model}, {"nodes", nodes}, {"timings", timings}};
@@ -190,7 +200,9 @@ void add_quantize_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("quantize", "Quantize a TorchScript model: prepare, calibrate, convert, export");
   cmd->add_option("model", o->model, "TorchScript model file (.pt)")->required();
-  cmd->add_option("-o,--output", o->output, "the quantized TorchScript model to write (- for standard output)")
+  cmd->add_option("-o,--output", o->output,
+                  "the quantized model to write: TorchScript, or ONNX QDQ for a .onnx name or --format onnx (- for "
+                  "standard output)")
       ->required()
       ->check(output_file());
   cmd->add_option("--backend", o->backend, "built-in BackendConfig name or JSON file (default: native)");
@@ -225,6 +237,7 @@ void add_quantize_command(CLI::App& app, Action& action) {
          "write a self-contained HTML report: nodes and qparams, sizes, per-layer SQNR on the calibration data")
       ->check(output_file());
   cmd->add_flag("--print", o->print, "print the converted model");
+  add_onnx_options(*cmd, o->onnx);
   add_force_flag(*cmd, o->force);
   cmd->callback([o, &action] { action = [o] { run(*o); }; });
 }

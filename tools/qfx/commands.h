@@ -30,5 +30,7 @@ void add_eval_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
 /// `qfx report --quantize Q.json --compare C.json --eval NAME=E.json --html report.html`
 void add_report_command(CLI::App& app, Action& action);
+/// `qfx export MODEL.pt -o OUT.onnx`
+void add_export_command(CLI::App& app, Action& action);
 
 }  // namespace qfx::cli

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   qfx::cli::add_eval_command(app, action);
   qfx::cli::add_compare_command(app, action);
   qfx::cli::add_report_command(app, action);
+  qfx::cli::add_export_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,397 @@
+// The ONNX forms of call_function targets and call_method names: one row
+// per FX target, the quantize/dequantize pair first.
+
+#include "onnx_rules.h"
+
+#include "qfx/ir/op_names.h"
+
+#include <ATen/ATen.h>
+
+namespace qfx::io::onnx_export {
+namespace {
+
+using Kind = Value::Kind;
+
+c10::ScalarType dtype_of(const Context& c, const Value& v) {
+  if (v.kind == Kind::kConstant && v.constant.isInt()) return static_cast<c10::ScalarType>(v.constant.toInt());
+  c.fail("the dtype argument is not known at export time");
+}
+
+at::Tensor tensor_of(const Context& c, const Value& v) {
+  if (v.kind == Kind::kConstant && v.constant.isTensor()) return v.constant.toTensor();
+  if (v.kind == Kind::kConstant) return at::scalar_tensor(v.constant.toScalar(), at::kDouble);
+  c.fail("a qparam is not known at export time");
+}
+
+/// A quantized initializer for a weight quantized in the graph (functional
+/// linear and conv): its integers, computed once at export.
+Value quantized_constant(const Context& c, const at::Tensor& q) {
+  int64_t axis = q.qscheme() == c10::kPerChannelAffine ? q.q_per_channel_axis() : -1;
+  at::Tensor scale = axis >= 0 ? q.q_per_channel_scales() : at::scalar_tensor(q.q_scale(), at::kDouble);
+  at::Tensor zero_point = axis >= 0 ? q.q_per_channel_zero_points() : at::scalar_tensor(q.q_zero_point(), at::kLong);
+  Value v = Value::quantized(c.constant(c.hint(), q.int_repr()),
+                             c.g().qparams(c.hint(), scale, zero_point, q.scalar_type(), axis));
+  v.constant = q;  // linear() and conv() take the quantized tensor itself
+  return v;
+}
+
+/// torch.quantize_per_tensor(x, scale, zero_point, dtype) and
+/// torch.quantize_per_channel(x, scales, zero_points, axis, dtype).
+Value quantize(const Context& c, bool per_channel) {
+  const Value& x = c.arg(0);
+  at::Tensor scale = tensor_of(c, c.arg(1)), zero_point = tensor_of(c, c.arg(2));
+  int64_t axis = per_channel ? c.int_of(c.arg(3)) : -1;
+  c10::ScalarType dtype = dtype_of(c, c.arg(per_channel ? 4 : 3));
+  if (dtype != c10::kQUInt8 && dtype != c10::kQInt8) c.fail("only quint8 and qint8 quantization has an ONNX form here");
+  if (x.kind == Kind::kConstant && x.constant.isTensor()) {
+    at::Tensor w = x.constant.toTensor();
+    at::Tensor q = per_channel
+                       ? at::quantize_per_channel(w, scale.to(at::kDouble), zero_point.to(at::kLong), axis, dtype)
+                       : at::quantize_per_tensor(w, scale.item<double>(), zero_point.item<int64_t>(), dtype);
+    return quantized_constant(c, q);
+  }
+  QParams q = c.g().qparams(c.hint(), scale, zero_point, dtype, axis);
+  return Value::quantized(c.g().quantize(c.tensor(x), q, c.hint()), q);
+}
+
+/// torch.quantize_per_tensor_dynamic(x, dtype, reduce_range): ONNX's
+/// DynamicQuantizeLinear computes the same uint8 qparams over [min(x, 0), max(x, 0)].
+Value quantize_dynamic(const Context& c) {
+  if (dtype_of(c, c.arg(1)) != c10::kQUInt8 || c.int_of(c.arg(2)) != 0) {
+    c.fail("dynamic quantization has an ONNX form (DynamicQuantizeLinear) for quint8 without reduce_range only");
+  }
+  std::vector<std::string> out = c.g().node("DynamicQuantizeLinear", {c.tensor(c.arg(0))}, c.hint(), 3);
+  QParams q;
+  q.scale = out[1];
+  q.zero_point = out[2];
+  return Value::quantized(out[0], q);
+}
+
+Value dequantize(const Context& c) {
+  Value x = c.arg(0);
+  if (x.kind == Kind::kQuantized) {
+    x.kind = Kind::kDequantized;
+    return x;
+  }
+  // float16 values (`to(torch.float16)`) back to float
+  return Value::tensor(c.g().op("Cast", {c.tensor(x)}, c.hint(), {{"to", int64_t{onnx::TensorProto::FLOAT}}}));
+}
+
+/// x.to(dtype): float16 and float casts.
+Value to(const Context& c) {
+  c10::ScalarType dtype = dtype_of(c, c.arg(1, "dtype"));
+  if (dtype != c10::kHalf && dtype != c10::kFloat) c.fail("to() other than float16 or float32 has no ONNX form here");
+  return Value::tensor(c.g().op("Cast", {c.tensor(c.arg(0))}, c.hint(), {{"to", int64_t{onnx_type(dtype)}}}));
+}
+
+Value pass_through(const Context& c) { return c.arg(0); }
+
+Rule binary(const std::string& op_type) {
+  return [op_type](const Context& c) {
+    const Value& alpha = c.arg(2, "alpha");
+    if (alpha.kind != Kind::kNone && c.double_of(alpha) != 1.0) c.fail("add/sub with alpha != 1");
+    return Value::tensor(c.g().op(op_type, {c.tensor(c.arg(0)), c.tensor(c.arg(1, "other"))}, c.hint()));
+  };
+}
+
+Rule unary_rule(const std::string& op_type) {
+  return [op_type](const Context& c) { return unary(c, op_type); };
+}
+
+Value concat(const Context& c) {
+  const Value& list = c.arg(0, "tensors");
+  if (list.kind != Kind::kList) c.fail("cat of a value that is not a list");
+  std::vector<std::string> inputs;
+  for (const Value& v : list.items) inputs.push_back(c.tensor(v));
+  const Value& dim = c.arg(1, "dim");
+  int64_t axis = dim.kind == Kind::kNone ? 0 : c.int_of(dim);
+  return Value::tensor(c.g().op("Concat", inputs, c.hint(), {{"axis", axis}}));
+}
+
+/// torch.flatten(x, start_dim, end_dim) as a Reshape that keeps the leading
+/// dims (0 = copy) and the trailing ones of the example run.
+Value flatten(const Context& c) {
+  int64_t rank = c.rank_of_arg(0);
+  const Value& s = c.arg(1, "start_dim");
+  const Value& e = c.arg(2, "end_dim");
+  int64_t start = s.kind == Kind::kNone ? 0 : c.int_of(s);
+  int64_t end = e.kind == Kind::kNone ? -1 : c.int_of(e);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  std::string x = c.tensor(c.arg(0));
+  if (start == 1 && end == rank - 1) return Value::tensor(c.g().op("Flatten", {x}, c.hint(), {{"axis", int64_t{1}}}));
+  std::vector<int64_t> shape(start, 0);
+  shape.push_back(-1);
+  const std::vector<int64_t>& in = c.shape_of(c.node().args()[0].to_node());
+  shape.insert(shape.end(), in.begin() + end + 1, in.end());
+  return Value::tensor(c.g().op("Reshape", {x, c.g().ints(c.hint() + "_shape", shape)}, c.hint()));
+}
+
+/// x.size(dim): Gather from Shape, an int64 scalar; x.size(): the shape.
+Value size(const Context& c) {
+  std::string shape = c.g().op("Shape", {c.tensor(c.arg(0))}, c.hint() + "_shape");
+  const Value& dim = c.arg(1, "dim");
+  if (dim.kind == Kind::kNone) return Value::tensor(shape);
+  std::string index = c.g().initializer(c.hint() + "_index", at::scalar_tensor(c.int_of(dim), at::kLong));
+  return Value::tensor(c.g().op("Gather", {shape, index}, c.hint()));
+}
+
+/// One dimension of a shape list as a 1-d int64 tensor.
+std::string shape_item(const Context& c, const Value& v) {
+  if (v.kind == Kind::kConstant) return c.g().ints(c.hint() + "_dim", {c.int_of(v)});
+  return c.g().op("Unsqueeze", {c.tensor(v), c.g().ints(c.hint() + "_axes", {0})}, c.hint() + "_dim");
+}
+
+/// x.view(*shape) / x.reshape(shape): a constant shape, or a Concat of its dims.
+Value reshape(const Context& c) {
+  std::vector<Value> dims;
+  if (c.num_args() == 2 && c.arg(1).kind == Kind::kList) {
+    dims = c.arg(1).items;
+  } else if (c.num_args() == 2 && c.arg(1).kind == Kind::kConstant && c.arg(1).constant.isIntList()) {
+    for (int64_t d : c.arg(1).constant.toIntVector()) dims.push_back(Value::of_constant(d));
+  } else {
+    for (size_t i = 1; i < c.num_args(); ++i) dims.push_back(c.arg(i));
+  }
+  if (dims.empty()) dims.push_back(c.arg(1, "shape"));
+  bool constant = std::all_of(dims.begin(), dims.end(), [](const Value& v) { return v.kind == Kind::kConstant; });
+  std::string shape;
+  if (constant) {
+    std::vector<int64_t> values;
+    for (const Value& d : dims) values.push_back(c.int_of(d));
+    shape = c.g().ints(c.hint() + "_shape", values);
+  } else {
+    std::vector<std::string> parts;
+    for (const Value& d : dims) parts.push_back(shape_item(c, d));
+    shape = c.g().op("Concat", parts, c.hint() + "_shape", {{"axis", int64_t{0}}});
+  }
+  return Value::tensor(c.g().op("Reshape", {c.tensor(c.arg(0)), shape}, c.hint()));
+}
+
+Value getitem(const Context& c) {
+  const Value& x = c.arg(0);
+  if (x.kind == Kind::kList) {
+    int64_t i = c.int_of(c.arg(1));
+    if (i < 0) i += static_cast<int64_t>(x.items.size());
+    if (i < 0 || i >= static_cast<int64_t>(x.items.size())) c.fail("index out of range");
+    return x.items[i];
+  }
+  if (x.kind == Kind::kTensor && c.arg(1).kind == Kind::kConstant && c.arg(1).constant.isInt()) {
+    std::string index = c.g().initializer(c.hint() + "_index", at::scalar_tensor(c.int_of(c.arg(1)), at::kLong));
+    return Value::tensor(c.g().op("Gather", {x.name, index}, c.hint()));
+  }
+  c.fail("indexing a tensor with slices or tensors has no ONNX form here");
+}
+
+/// x.mean(dim, keepdim) / torch.mean: ReduceMean (axes an attribute up to opset 17).
+Value mean(const Context& c) {
+  const Value& dim = c.arg(1, "dim");
+  const Value& keep = c.arg(2, "keepdim");
+  std::vector<Attr> attrs = {{"keepdims", int64_t{keep.kind == Kind::kNone ? 0 : c.int_of(keep)}}};
+  if (dim.kind != Kind::kNone) attrs.push_back({"axes", c.ints_of(dim)});
+  return Value::tensor(c.g().op("ReduceMean", {c.tensor(c.arg(0))}, c.hint(), attrs));
+}
+
+Value softmax(const Context& c) { return unary(c, "Softmax", {{"axis", c.int_of(c.arg(1, "dim"))}}); }
+
+Value transpose(const Context& c) {
+  int64_t rank = c.rank_of_arg(0);
+  std::vector<int64_t> perm(rank);
+  for (int64_t i = 0; i < rank; ++i) perm[i] = i;
+  int64_t a = c.int_of(c.arg(1, "dim0")), b = c.int_of(c.arg(2, "dim1"));
+  std::swap(perm[(a + rank) % rank], perm[(b + rank) % rank]);
+  return unary(c, "Transpose", {{"perm", perm}});
+}
+
+Value permute(const Context& c) {
+  std::vector<int64_t> perm;
+  if (c.num_args() == 2) {
+    perm = c.ints_of(c.arg(1, "dims"));
+  } else {
+    for (size_t i = 1; i < c.num_args(); ++i) perm.push_back(c.int_of(c.arg(i)));
+  }
+  return unary(c, "Transpose", {{"perm", perm}});
+}
+
+Value relu6(const Context& c) { return Value::tensor(clip(c, c.tensor(c.arg(0)), 0, 6)); }
+Value hardtanh(const Context& c) {
+  const Value& lo = c.arg(1, "min_val");
+  const Value& hi = c.arg(2, "max_val");
+  return Value::tensor(clip(c, c.tensor(c.arg(0)), lo.kind == Kind::kNone ? -1.0 : c.double_of(lo),
+                            hi.kind == Kind::kNone ? 1.0 : c.double_of(hi)));
+}
+Value hardswish_rule(const Context& c) { return Value::tensor(hardswish(c, c.tensor(c.arg(0)))); }
+Value hardsigmoid_rule(const Context& c) { return Value::tensor(hardsigmoid(c, c.tensor(c.arg(0)))); }
+
+std::vector<int64_t> pool_ints(const Context& c, const Value& v, size_t n, int64_t fallback) {
+  if (v.kind == Kind::kNone) return std::vector<int64_t>(n, fallback);
+  std::vector<int64_t> out = c.ints_of(v);
+  if (out.size() == 1 && n > 1) out.assign(n, out[0]);
+  if (out.empty()) return std::vector<int64_t>(n, fallback);
+  return out;
+}
+
+std::vector<int64_t> both_sides(std::vector<int64_t> pads) {
+  size_t n = pads.size();
+  for (size_t i = 0; i < n; ++i) pads.push_back(pads[i]);
+  return pads;
+}
+
+/// F.max_poolNd(x, kernel_size, stride, padding, dilation, ceil_mode).
+Value max_pool(const Context& c) {
+  size_t n = static_cast<size_t>(c.rank_of_arg(0)) - 2;
+  std::vector<int64_t> kernel = pool_ints(c, c.arg(1, "kernel_size"), n, 1);
+  std::vector<int64_t> stride = pool_ints(c, c.arg(2, "stride"), n, 0);
+  if (stride == std::vector<int64_t>(n, 0)) stride = kernel;
+  const Value& ceil = c.arg(5, "ceil_mode");
+  return unary(c, "MaxPool",
+               {{"kernel_shape", kernel},
+                {"strides", stride},
+                {"pads", both_sides(pool_ints(c, c.arg(3, "padding"), n, 0))},
+                {"dilations", pool_ints(c, c.arg(4, "dilation"), n, 1)},
+                {"ceil_mode", int64_t{ceil.kind == Kind::kNone ? 0 : c.int_of(ceil)}}});
+}
+
+/// F.avg_poolNd(x, kernel_size, stride, padding, ceil_mode, count_include_pad).
+Value avg_pool(const Context& c) {
+  size_t n = static_cast<size_t>(c.rank_of_arg(0)) - 2;
+  std::vector<int64_t> kernel = pool_ints(c, c.arg(1, "kernel_size"), n, 1);
+  std::vector<int64_t> stride = pool_ints(c, c.arg(2, "stride"), n, 0);
+  if (stride == std::vector<int64_t>(n, 0)) stride = kernel;
+  const Value& ceil = c.arg(4, "ceil_mode");
+  const Value& include = c.arg(5, "count_include_pad");
+  if (c.arg(6, "divisor_override").kind != Kind::kNone) c.fail("avg_pool with divisor_override has no ONNX form");
+  return unary(c, "AveragePool",
+               {{"kernel_shape", kernel},
+                {"strides", stride},
+                {"pads", both_sides(pool_ints(c, c.arg(3, "padding"), n, 0))},
+                {"ceil_mode", int64_t{ceil.kind == Kind::kNone ? 0 : c.int_of(ceil)}},
+                {"count_include_pad", int64_t{include.kind == Kind::kNone ? 1 : c.int_of(include)}}});
+}
+
+}  // namespace
+
+Value unary(const Context& c, const std::string& op_type, const std::vector<Attr>& attrs) {
+  return Value::tensor(c.g().op(op_type, {c.tensor(c.arg(0))}, c.hint(), attrs));
+}
+
+std::string clip(const Context& c, const std::string& x, double min, double max) {
+  std::string lo = c.g().initializer(c.hint() + "_min", at::scalar_tensor(min, at::kFloat));
+  std::string hi = c.g().initializer(c.hint() + "_max", at::scalar_tensor(max, at::kFloat));
+  return c.g().op("Clip", {x, lo, hi}, c.hint());
+}
+
+std::string hardsigmoid(const Context& c, const std::string& x) {
+  return c.g().op("HardSigmoid", {x}, c.hint(), {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}});
+}
+
+std::string hardswish(const Context& c, const std::string& x) {
+  if (c.g().opset() >= 14) return c.g().op("HardSwish", {x}, c.hint());
+  return c.g().op("Mul", {x, hardsigmoid(c, x)}, c.hint());
+}
+
+/// F.adaptive_avg_poolNd(x, output_size): GlobalAveragePool for size 1,
+/// else AveragePool with the kernel the example run's sizes give (when they divide).
+Value adaptive_avg_pool(const Context& c, std::vector<int64_t> out) {
+  const std::vector<int64_t>& in = c.shape_of(c.node().args()[0].to_node());
+  size_t n = in.size() - 2;
+  if (out.size() == 1 && n > 1) out.assign(n, out[0]);
+  if (std::all_of(out.begin(), out.end(), [](int64_t v) { return v == 1; })) return unary(c, "GlobalAveragePool");
+  std::vector<int64_t> kernel;
+  for (size_t i = 0; i < n; ++i) {
+    if (out[i] <= 0 || in[i + 2] % out[i] != 0) c.fail("adaptive_avg_pool whose output size does not divide the input");
+    kernel.push_back(in[i + 2] / out[i]);
+  }
+  return unary(c, "AveragePool", {{"kernel_shape", kernel}, {"strides", kernel}});
+}
+
+const std::map<std::string, Rule>& function_rules() {
+  static const std::map<std::string, Rule> kRules = {
+      {ir::op::kQuantizePerTensor, [](const Context& c) { return quantize(c, false); }},
+      {ir::op::kQuantizePerChannel, [](const Context& c) { return quantize(c, true); }},
+      {ir::op::kQuantizePerTensorDynamic, quantize_dynamic},
+      {"torch.dequantize", dequantize},
+      {"torch.add", binary("Add")},
+      {"operator.add", binary("Add")},
+      {"operator.iadd", binary("Add")},
+      {"torch.sub", binary("Sub")},
+      {"operator.sub", binary("Sub")},
+      {"torch.mul", binary("Mul")},
+      {"operator.mul", binary("Mul")},
+      {"operator.imul", binary("Mul")},
+      {"torch.div", binary("Div")},
+      {"operator.truediv", binary("Div")},
+      {"torch.matmul", binary("MatMul")},
+      {"torch.bmm", binary("MatMul")},
+      {"operator.matmul", binary("MatMul")},
+      {"torch.cat", concat},
+      {"torch.concat", concat},
+      {"torch.flatten", flatten},
+      {"torch.reshape", reshape},
+      {"torch.mean", mean},
+      {"torch.transpose", transpose},
+      {"torch.permute", permute},
+      {"torch.softmax", softmax},
+      {"torch.nn.functional.softmax", softmax},
+      {"operator.getitem", getitem},
+      {ir::op::kTorchRelu, unary_rule("Relu")},
+      {ir::op::kFunctionalRelu, unary_rule("Relu")},
+      {"torch.relu_", unary_rule("Relu")},
+      {"torch.nn.functional.relu6", relu6},
+      {"torch.nn.functional.hardtanh", hardtanh},
+      {"torch.sigmoid", unary_rule("Sigmoid")},
+      {"torch.nn.functional.sigmoid", unary_rule("Sigmoid")},
+      {"torch.tanh", unary_rule("Tanh")},
+      {"torch.nn.functional.tanh", unary_rule("Tanh")},
+      {"torch.nn.functional.hardswish", hardswish_rule},
+      {"torch.nn.functional.hardsigmoid", hardsigmoid_rule},
+      {"torch.nn.functional.dropout", pass_through},
+      {"torch.nn.functional.max_pool1d", max_pool},
+      {"torch.nn.functional.max_pool2d", max_pool},
+      {"torch.nn.functional.max_pool3d", max_pool},
+      {"torch.max_pool1d", max_pool},
+      {"torch.max_pool2d", max_pool},
+      {"torch.max_pool3d", max_pool},
+      {"torch.nn.functional.avg_pool1d", avg_pool},
+      {"torch.nn.functional.avg_pool2d", avg_pool},
+      {"torch.nn.functional.avg_pool3d", avg_pool},
+      {"torch.nn.functional.adaptive_avg_pool1d",
+       [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
+      {"torch.nn.functional.adaptive_avg_pool2d",
+       [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
+      {"torch.nn.functional.adaptive_avg_pool3d",
+       [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
+  };
+  return kRules;
+}
+
+const std::map<std::string, Rule>& method_rules() {
+  static const std::map<std::string, Rule> kRules = {
+      {ir::op::kDequantize, dequantize},
+      {ir::op::kTo, to},
+      {"add", binary("Add")},
+      {"add_", binary("Add")},
+      {"sub", binary("Sub")},
+      {"mul", binary("Mul")},
+      {"mul_", binary("Mul")},
+      {"div", binary("Div")},
+      {"matmul", binary("MatMul")},
+      {"flatten", flatten},
+      {"view", reshape},
+      {"reshape", reshape},
+      {"size", size},
+      {"mean", mean},
+      {"transpose", transpose},
+      {"permute", permute},
+      {"softmax", softmax},
+      {"relu", unary_rule("Relu")},
+      {"relu_", unary_rule("Relu")},
+      {"sigmoid", unary_rule("Sigmoid")},
+      {"tanh", unary_rule("Tanh")},
+      {"contiguous", pass_through},
+      {"detach", pass_through},
+      {"clone", pass_through},
+  };
+  return kRules;
+}
+
+}  // namespace qfx::io::onnx_export

@@ -1,0 +1,290 @@
+// The ONNX forms of module calls: float torch.nn modules by class, reference
+// quantized modules (their float op on the quantized weight), fused modules
+// (their modules in turn) and observers (nothing).
+
+#include "onnx_rules.h"
+
+#include "qfx/ir/module_registry.h"
+#include "qfx/ir/namespace.h"
+#include "qfx/nn/intrinsic.h"
+#include "qfx/nn/reference.h"
+#include "qfx/quant/observer_base.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/pooling.h>
+
+namespace qfx::io::onnx_export {
+namespace {
+
+using ModuleRule = std::function<Value(const Context&, const torch::nn::Module&)>;
+
+template <size_t D>
+std::vector<int64_t> vec(const std::array<int64_t, D>& a) {
+  return {a.begin(), a.end()};
+}
+
+template <typename Impl>
+const Impl& as(const torch::nn::Module& m) {
+  return dynamic_cast<const Impl&>(m);
+}
+
+/// ConvSpec of a ConvNd or ConvTransposeNd's options.
+template <size_t D, typename Options>
+ConvSpec conv_spec(const Options& o, bool transposed) {
+  ConvSpec spec;
+  spec.stride = vec(*o.stride());
+  spec.dilation = vec(*o.dilation());
+  spec.groups = o.groups();
+  spec.transposed = transposed;
+  if (const auto* p = c10::get_if<torch::ExpandingArray<D>>(&o.padding())) {
+    spec.padding = vec(*(*p));
+    std::string mode = ir::snake_case(torch::enumtype::get_enum_name(o.padding_mode()).substr(1));
+    spec.padding_mode = mode;
+  } else {
+    spec.padding_mode = c10::get_if<torch::enumtype::kSame>(&o.padding()) ? "same" : "valid";
+  }
+  if (transposed) spec.output_padding = vec(*o.output_padding());
+  return spec;
+}
+
+/// The op of a weighted float module (Linear, ConvNd, ConvTransposeNd,
+/// Embedding) with `weight` in place of its own: the float weight, or the
+/// quantized one of a reference module.
+Value weighted(const Context& c, const torch::nn::Module& m, const at::Tensor& weight) {
+  using namespace torch::nn;
+  const Value& x = c.arg(0);
+  if (auto* l = dynamic_cast<const LinearImpl*>(&m)) return linear(c, x, weight, l->bias);
+  if (auto* k = dynamic_cast<const Conv1dImpl*>(&m))
+    return conv(c, x, weight, k->bias, conv_spec<1>(k->options, false));
+  if (auto* k = dynamic_cast<const Conv2dImpl*>(&m))
+    return conv(c, x, weight, k->bias, conv_spec<2>(k->options, false));
+  if (auto* k = dynamic_cast<const Conv3dImpl*>(&m))
+    return conv(c, x, weight, k->bias, conv_spec<3>(k->options, false));
+  if (auto* k = dynamic_cast<const ConvTranspose1dImpl*>(&m)) {
+    return conv(c, x, weight, k->bias, conv_spec<1>(k->options, true));
+  }
+  if (auto* k = dynamic_cast<const ConvTranspose2dImpl*>(&m)) {
+    return conv(c, x, weight, k->bias, conv_spec<2>(k->options, true));
+  }
+  if (auto* k = dynamic_cast<const ConvTranspose3dImpl*>(&m)) {
+    return conv(c, x, weight, k->bias, conv_spec<3>(k->options, true));
+  }
+  if (auto* e = dynamic_cast<const EmbeddingImpl*>(&m)) {
+    if (e->options.max_norm()) c.fail("Embedding with max_norm has no ONNX form");
+    return embedding(c, x, weight);
+  }
+  c.fail("module of class " + ir::module_type_name(m) + " has no ONNX form");
+}
+
+template <typename Impl>
+Value weighted_float(const Context& c, const torch::nn::Module& m) {
+  return weighted(c, m, as<Impl>(m).weight);
+}
+
+template <typename Impl>
+Value batch_norm(const Context& c, const torch::nn::Module& m) {
+  const auto& bn = as<Impl>(m);
+  int64_t n = bn.options.num_features();
+  at::Tensor weight = bn.weight.defined() ? bn.weight : at::ones({n});
+  at::Tensor bias = bn.bias.defined() ? bn.bias : at::zeros({n});
+  if (!bn.running_mean.defined()) c.fail("BatchNorm without running statistics has no eval-mode ONNX form");
+  std::string hint = c.hint();
+  return Value::tensor(
+      c.g().op("BatchNormalization",
+               {c.tensor(c.arg(0)), c.constant(hint + "_weight", weight), c.constant(hint + "_bias", bias),
+                c.constant(hint + "_running_mean", bn.running_mean), c.constant(hint + "_running_var", bn.running_var)},
+               hint, {{"epsilon", static_cast<float>(bn.options.eps())}}));
+}
+
+template <typename Impl>
+Value max_pool(const Context& c, const torch::nn::Module& m) {
+  const auto& o = as<Impl>(m).options;
+  std::vector<int64_t> pads = vec(*o.padding());
+  std::vector<int64_t> begin = pads;
+  pads.insert(pads.end(), begin.begin(), begin.end());
+  return unary(c, "MaxPool",
+               {{"kernel_shape", vec(*o.kernel_size())},
+                {"strides", vec(*o.stride())},
+                {"pads", pads},
+                {"dilations", vec(*o.dilation())},
+                {"ceil_mode", int64_t{o.ceil_mode()}}});
+}
+
+template <typename Impl>
+Value avg_pool(const Context& c, const torch::nn::Module& m) {
+  const auto& o = as<Impl>(m).options;
+  std::vector<int64_t> pads = vec(*o.padding());
+  std::vector<int64_t> begin = pads;
+  pads.insert(pads.end(), begin.begin(), begin.end());
+  return unary(c, "AveragePool",
+               {{"kernel_shape", vec(*o.kernel_size())},
+                {"strides", vec(*o.stride())},
+                {"pads", pads},
+                {"ceil_mode", int64_t{o.ceil_mode()}},
+                {"count_include_pad", int64_t{o.count_include_pad()}}});
+}
+
+c10::optional<int64_t> optional_size(int64_t v) { return v; }
+c10::optional<int64_t> optional_size(const c10::optional<int64_t>& v) { return v; }
+
+template <size_t D, typename Impl>
+Value adaptive_pool(const Context& c, const torch::nn::Module& m) {
+  const auto& size = as<Impl>(m).options.output_size();
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < D; ++i) {
+    c10::optional<int64_t> n = optional_size(size->at(i));
+    if (!n) c.fail("AdaptiveAvgPool with a None output size has no ONNX form");
+    out.push_back(*n);
+  }
+  return adaptive_avg_pool(c, out);
+}
+
+/// LayerNormalization (opset 17), else its mean/variance decomposition.
+Value layer_norm(const Context& c, const torch::nn::Module& m) {
+  const auto& ln = as<torch::nn::LayerNormImpl>(m);
+  const auto& shape = ln.options.normalized_shape();
+  int64_t axis = -static_cast<int64_t>(shape.size());
+  std::string hint = c.hint(), x = c.tensor(c.arg(0));
+  auto eps = static_cast<float>(ln.options.eps());
+  at::Tensor weight = ln.weight.defined() ? ln.weight : at::ones(shape);
+  at::Tensor bias = ln.bias.defined() ? ln.bias : at::zeros(shape);
+  std::string w = c.constant(hint + "_weight", weight), b = c.constant(hint + "_bias", bias);
+  if (c.g().opset() >= 17) {
+    return Value::tensor(c.g().op("LayerNormalization", {x, w, b}, hint, {{"axis", axis}, {"epsilon", eps}}));
+  }
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < 0; ++a) axes.push_back(a);
+  std::vector<Attr> reduce = {{"axes", axes}, {"keepdims", int64_t{1}}};
+  std::string centered = c.g().op("Sub", {x, c.g().op("ReduceMean", {x}, hint + "_mean", reduce)}, hint + "_centered");
+  std::string var =
+      c.g().op("ReduceMean", {c.g().op("Mul", {centered, centered}, hint + "_square")}, hint + "_var", reduce);
+  std::string eps_name = c.g().initializer(hint + "_eps", at::scalar_tensor(eps, at::kFloat));
+  std::string std_dev = c.g().op("Sqrt", {c.g().op("Add", {var, eps_name}, hint + "_var_eps")}, hint + "_std");
+  std::string normed = c.g().op("Div", {centered, std_dev}, hint + "_normed");
+  return Value::tensor(c.g().op("Add", {c.g().op("Mul", {normed, w}, hint + "_scaled"), b}, hint));
+}
+
+Value gelu(const Context& c, const torch::nn::Module& m) {
+  if (as<torch::nn::GELUImpl>(m).options.approximate() != "none")
+    c.fail("GELU(approximate='tanh') has no ONNX form here");
+  // 0.5 * x * (1 + erf(x / sqrt(2)))
+  std::string hint = c.hint(), x = c.tensor(c.arg(0));
+  auto scalar = [&](const char* name, float v) {
+    return c.g().initializer(hint + name, at::scalar_tensor(v, at::kFloat));
+  };
+  std::string erf =
+      c.g().op("Erf", {c.g().op("Div", {x, scalar("_sqrt2", 1.4142135623730951f)}, hint + "_scaled")}, hint + "_erf");
+  std::string one_plus = c.g().op("Add", {erf, scalar("_one", 1.0f)}, hint + "_one_plus");
+  return Value::tensor(
+      c.g().op("Mul", {c.g().op("Mul", {x, one_plus}, hint + "_x_times"), scalar("_half", 0.5f)}, hint));
+}
+
+ModuleRule unary_module(const std::string& op_type) {
+  return [op_type](const Context& c, const torch::nn::Module&) { return unary(c, op_type); };
+}
+
+const std::map<std::string, ModuleRule>& float_rules() {
+  using namespace torch::nn;
+  static const std::map<std::string, ModuleRule> kRules = {
+      {"torch.nn.Linear", weighted_float<LinearImpl>},
+      {"torch.nn.Conv1d", weighted_float<Conv1dImpl>},
+      {"torch.nn.Conv2d", weighted_float<Conv2dImpl>},
+      {"torch.nn.Conv3d", weighted_float<Conv3dImpl>},
+      {"torch.nn.ConvTranspose1d", weighted_float<ConvTranspose1dImpl>},
+      {"torch.nn.ConvTranspose2d", weighted_float<ConvTranspose2dImpl>},
+      {"torch.nn.ConvTranspose3d", weighted_float<ConvTranspose3dImpl>},
+      {"torch.nn.Embedding", weighted_float<EmbeddingImpl>},
+      {"torch.nn.BatchNorm1d", batch_norm<BatchNorm1dImpl>},
+      {"torch.nn.BatchNorm2d", batch_norm<BatchNorm2dImpl>},
+      {"torch.nn.BatchNorm3d", batch_norm<BatchNorm3dImpl>},
+      {"torch.nn.LayerNorm", layer_norm},
+      {"torch.nn.ReLU", unary_module("Relu")},
+      {"torch.nn.ReLU6",
+       [](const Context& c, const torch::nn::Module&) { return Value::tensor(clip(c, c.tensor(c.arg(0)), 0, 6)); }},
+      {"torch.nn.Hardtanh",
+       [](const Context& c, const torch::nn::Module& m) {
+         const auto& o = as<HardtanhImpl>(m).options;
+         return Value::tensor(clip(c, c.tensor(c.arg(0)), o.min_val(), o.max_val()));
+       }},
+      {"torch.nn.Sigmoid", unary_module("Sigmoid")},
+      {"torch.nn.Tanh", unary_module("Tanh")},
+      {"torch.nn.Hardswish",
+       [](const Context& c, const torch::nn::Module&) { return Value::tensor(hardswish(c, c.tensor(c.arg(0)))); }},
+      {"torch.nn.Hardsigmoid",
+       [](const Context& c, const torch::nn::Module&) { return Value::tensor(hardsigmoid(c, c.tensor(c.arg(0)))); }},
+      {"torch.nn.SiLU",
+       [](const Context& c, const torch::nn::Module&) {
+         std::string x = c.tensor(c.arg(0));
+         return Value::tensor(c.g().op("Mul", {x, c.g().op("Sigmoid", {x}, c.hint() + "_sigmoid")}, c.hint()));
+       }},
+      {"torch.nn.GELU", gelu},
+      {"torch.nn.LeakyReLU",
+       [](const Context& c, const torch::nn::Module& m) {
+         auto alpha = static_cast<float>(as<LeakyReLUImpl>(m).options.negative_slope());
+         return unary(c, "LeakyRelu", {{"alpha", alpha}});
+       }},
+      {"torch.nn.ELU",
+       [](const Context& c, const torch::nn::Module& m) {
+         return unary(c, "Elu", {{"alpha", static_cast<float>(as<ELUImpl>(m).options.alpha())}});
+       }},
+      {"torch.nn.Softmax",
+       [](const Context& c, const torch::nn::Module& m) {
+         return unary(c, "Softmax", {{"axis", as<SoftmaxImpl>(m).options.dim()}});
+       }},
+      {"torch.nn.Dropout", [](const Context& c, const torch::nn::Module&) { return c.arg(0); }},
+      {"torch.nn.Identity", [](const Context& c, const torch::nn::Module&) { return c.arg(0); }},
+      {"torch.nn.Flatten",
+       [](const Context& c, const torch::nn::Module& m) {
+         const auto& o = as<FlattenImpl>(m).options;
+         int64_t rank = c.rank_of_arg(0);
+         int64_t start = (o.start_dim() + rank) % rank, end = (o.end_dim() + rank) % rank;
+         if (start != 1 || end != rank - 1) c.fail("Flatten other than from dim 1 to the last has no ONNX form here");
+         return unary(c, "Flatten", {{"axis", int64_t{1}}});
+       }},
+      {"torch.nn.MaxPool1d", max_pool<MaxPool1dImpl>},
+      {"torch.nn.MaxPool2d", max_pool<MaxPool2dImpl>},
+      {"torch.nn.MaxPool3d", max_pool<MaxPool3dImpl>},
+      {"torch.nn.AvgPool1d", avg_pool<AvgPool1dImpl>},
+      {"torch.nn.AvgPool2d", avg_pool<AvgPool2dImpl>},
+      {"torch.nn.AvgPool3d", avg_pool<AvgPool3dImpl>},
+      {"torch.nn.AdaptiveAvgPool1d", adaptive_pool<1, AdaptiveAvgPool1dImpl>},
+      {"torch.nn.AdaptiveAvgPool2d", adaptive_pool<2, AdaptiveAvgPool2dImpl>},
+      {"torch.nn.AdaptiveAvgPool3d", adaptive_pool<3, AdaptiveAvgPool3dImpl>},
+  };
+  return kRules;
+}
+
+/// A fused module (ConvReLU2d, LinearReLU, ConvAdd2d, ...): its modules in turn.
+Value fused(const Context& c, const nn::FusedModuleImpl& f, const std::string& path) {
+  Value out = module_value(c, *f.module(0), path + ".0");
+  if (nn::fused_kind_info(f.kind()).adds_second_input) {
+    out = Value::tensor(c.g().op("Add", {c.tensor(out), c.tensor(c.arg(1))}, c.hint() + "_add"));
+  }
+  for (size_t i = 1; i < f.modules().size(); ++i) {
+    out = module_value(c.with_args({out}), *f.module(i), path + "." + std::to_string(i));
+  }
+  return out;
+}
+
+}  // namespace
+
+Value module_value(const Context& c, const torch::nn::Module& module, const std::string& path) {
+  if (dynamic_cast<const quant::ActivationPostProcess*>(&module) != nullptr) return c.arg(0);  // observers pass values
+  if (auto* ref = dynamic_cast<const nn::ReferenceModuleImpl*>(&module)) {
+    return weighted(c, *ref->float_module(), ref->quantized_weight());
+  }
+  if (auto* f = dynamic_cast<const nn::FusedModuleImpl*>(&module)) return fused(c, *f, path);
+  std::string type = ir::module_type_name(module);
+  auto it = float_rules().find(type);
+  if (it == float_rules().end()) c.fail("module '" + path + "' of class " + type + " has no ONNX form");
+  return it->second(c, module);
+}
+
+}  // namespace qfx::io::onnx_export

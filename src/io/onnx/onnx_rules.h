@@ -1,0 +1,121 @@
+#pragma once
+// The ONNX export's rule tables: for each call_function target, call_method
+// name and module class of a float or reference quantized graph, the ONNX
+// nodes it becomes. A rule reads the node's arguments as export Values
+// (onnx_graph.h) and returns the Value of the node's output; a node no rule
+// covers is an error naming it.
+
+#include "onnx_graph.h"
+
+#include "qfx/ir/graph_module.h"
+#include "qfx/ir/node.h"
+
+#include <torch/nn/module.h>
+
+#include <functional>
+#include <map>
+#include <tuple>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace qfx::io::onnx_export {
+
+/// What the example run told about a node's output: its sizes (rank and
+/// extents) when it is a tensor.
+using NodeShapes = std::unordered_map<const ir::Node*, std::vector<int64_t>>;
+
+/// State shared by all nodes of one export.
+struct ExportState {
+  GraphBuilder& graph;
+  const ir::GraphModule& gm;
+  const NodeShapes& shapes;
+  /// Initializers made from a LibTorch tensor, by its data, dtype and sizes,
+  /// so a weight used twice is stored once.
+  std::map<std::tuple<const void*, int64_t, std::vector<int64_t>>, std::string> constants;
+};
+
+/// One node being exported: its arguments as Values.
+class Context {
+ public:
+  Context(ExportState& state, const ir::Node& node, std::vector<Value> args, std::map<std::string, Value> kwargs)
+      : state_(state), node_(node), args_(std::move(args)), kwargs_(std::move(kwargs)) {}
+
+  /// The same node with other arguments (the modules of a fused module in turn).
+  Context with_args(std::vector<Value> args) const { return Context(state_, node_, std::move(args), {}); }
+
+  GraphBuilder& g() const { return state_.graph; }
+  const ir::GraphModule& gm() const { return state_.gm; }
+  const ir::Node& node() const { return node_; }
+  /// The name ONNX tensors of this node are named after.
+  const std::string& hint() const { return node_.name(); }
+
+  /// Argument `index`, or keyword `keyword`; a kNone Value when absent.
+  const Value& arg(size_t index, const char* keyword = nullptr) const;
+  size_t num_args() const { return args_.size(); }
+
+  /// The ONNX tensor of `v` for a float op: a DequantizeLinear of its own
+  /// for each use of a dequantized value (ONNX Runtime fuses a
+  /// DequantizeLinear only into its one consumer), an initializer for a constant.
+  std::string tensor(const Value& v) const;
+  /// An initializer for `t`, shared by every use of the same tensor.
+  std::string constant(const std::string& hint, const at::Tensor& t) const;
+  /// The integer or integer list `v` holds; c10::Error naming the node otherwise.
+  int64_t int_of(const Value& v) const;
+  std::vector<int64_t> ints_of(const Value& v) const;
+  double double_of(const Value& v) const;
+  /// The sizes of the node's output or of input node `input` in the example run.
+  const std::vector<int64_t>& shape() const { return shape_of(&node_); }
+  const std::vector<int64_t>& shape_of(const ir::Node* node) const;
+  /// The rank of argument `index` (a node) in the example run.
+  int64_t rank_of_arg(size_t index) const;
+
+  /// c10::Error "ONNX export: node %name (target): what".
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  ExportState& state_;
+  const ir::Node& node_;
+  std::vector<Value> args_;
+  std::map<std::string, Value> kwargs_;
+};
+
+using Rule = std::function<Value(const Context&)>;
+
+/// Rules by call_function target (`torch.add`, `operator.add`, `torch.nn.functional.relu`, ...).
+const std::map<std::string, Rule>& function_rules();
+/// Rules by call_method name (`dequantize`, `view`, `size`, ...).
+const std::map<std::string, Rule>& method_rules();
+/// The ONNX form of a call to `module` (at `path`); c10::Error naming the
+/// node and the module's class when it has none.
+Value module_value(const Context& c, const torch::nn::Module& module, const std::string& path);
+
+/// torch's convolution arguments (ConvNd, ConvTransposeNd, F.convNd).
+struct ConvSpec {
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  int64_t groups = 1;
+  bool transposed = false;
+  std::string padding_mode = "zeros";  ///< or "same" / "valid" (string paddings)
+};
+/// A convolution of `x` with `weight` (float, half or a quantized tensor:
+/// integers dequantized by a DequantizeLinear) and `bias` (may be undefined).
+/// A quantized weight's bias is int32 with scale input scale x weight scale
+/// when `x` is dequantized per tensor, as ONNX Runtime's QDQ fusion asks.
+Value conv(const Context& c, const Value& x, const at::Tensor& weight, const at::Tensor& bias, const ConvSpec& spec);
+/// `x @ weight.T + bias`: Gemm for a 2-d input, MatMul and Add otherwise.
+Value linear(const Context& c, const Value& x, const at::Tensor& weight, const at::Tensor& bias);
+/// `weight[indices]` (Embedding): Gather from the (dequantized) weight.
+Value embedding(const Context& c, const Value& indices, const at::Tensor& weight);
+
+/// Element-wise and other shared emitters used by both tables.
+Value unary(const Context& c, const std::string& op_type, const std::vector<Attr>& attrs = {});
+/// `op(x)` on float tensor name `x` for activation module types shared with
+/// functions (hardswish, relu6, ...): returns the output name.
+std::string clip(const Context& c, const std::string& x, double min, double max);
+std::string hardswish(const Context& c, const std::string& x);
+std::string hardsigmoid(const Context& c, const std::string& x);
+/// adaptive_avg_poolNd of argument 0: GlobalAveragePool for output size 1,
+/// else AveragePool with the kernel the example run's sizes give.
+Value adaptive_avg_pool(const Context& c, std::vector<int64_t> output_size);
+
+}  // namespace qfx::io::onnx_export

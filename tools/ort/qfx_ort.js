@@ -1,0 +1,183 @@
+#!/usr/bin/env node
+// ONNX Runtime (npm's onnxruntime-node, CPU) for qfx's tests, demo and
+// benchmarks: runs an ONNX model on raw float32 inputs, evaluates a
+// classifier on IDX images, times a model, lists the kernels ONNX Runtime ran.
+//
+//   qfx_ort.js run   MODEL.onnx OUT.bin IN.bin:1,3,224,224 ...   [--threads N] [--opt all|disabled]
+//   qfx_ort.js eval  MODEL.onnx IMAGES.gz LABELS.gz --mean M --std S [--batch-size N] [--json FILE]
+//   qfx_ort.js bench MODEL.onnx 1,3,224,224 [--threads N] [--iters N] [--warmup N]
+//   qfx_ort.js ops   MODEL.onnx 1,3,224,224 [--threads N]     (kernel op types ONNX Runtime ran, as JSON)
+//
+// Errors are one line on stderr and exit 1.
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const zlib = require('zlib');
+const ort = require('onnxruntime-node');
+
+function fail(message) {
+  process.stderr.write(`qfx_ort: error: ${message}\n`);
+  process.exit(1);
+}
+
+function options(argv) {
+  const positional = [];
+  const flags = {};
+  for (let i = 0; i < argv.length; ++i) {
+    if (argv[i].startsWith('--')) {
+      flags[argv[i].slice(2)] = argv[i + 1];
+      ++i;
+    } else {
+      positional.push(argv[i]);
+    }
+  }
+  return { positional, flags };
+}
+
+function shapeOf(text) {
+  const dims = text.split(',').map(Number);
+  if (dims.some((d) => !Number.isInteger(d) || d <= 0)) fail(`bad shape '${text}'`);
+  return dims;
+}
+
+async function session(model, flags, extra = {}) {
+  const opts = {
+    intraOpNumThreads: Number(flags.threads || 1),
+    interOpNumThreads: 1,
+    graphOptimizationLevel: flags.opt || 'all',
+    executionMode: 'sequential',
+    ...extra,
+  };
+  try {
+    return await ort.InferenceSession.create(model, opts);
+  } catch (e) {
+    fail(`${model}: ${e.message.split('\n')[0]}`);
+  }
+}
+
+function readFloats(file, dims) {
+  const buf = fs.readFileSync(file);
+  const n = dims.reduce((a, b) => a * b, 1);
+  if (buf.length !== 4 * n) fail(`${file}: ${buf.length} bytes, expected ${4 * n} for shape ${dims.join(',')}`);
+  const data = new Float32Array(n);
+  Buffer.from(data.buffer).set(buf);
+  return new ort.Tensor('float32', data, dims);
+}
+
+/// run: the outputs, float32 in order, concatenated into OUT.bin.
+async function run(argv) {
+  const { positional, flags } = options(argv);
+  const [model, out, ...inputs] = positional;
+  const s = await session(model, flags);
+  const feeds = {};
+  inputs.forEach((spec, i) => {
+    const at = spec.lastIndexOf(':');
+    feeds[s.inputNames[i]] = readFloats(spec.slice(0, at), shapeOf(spec.slice(at + 1)));
+  });
+  const result = await s.run(feeds);
+  const parts = s.outputNames.map((name) => {
+    const t = result[name];
+    const data = t.type === 'float32' ? t.data : Float32Array.from(t.data, Number);
+    return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  });
+  fs.writeFileSync(out, Buffer.concat(parts));
+}
+
+function readIdx(file) {
+  let buf = fs.readFileSync(file);
+  if (file.endsWith('.gz')) buf = zlib.gunzipSync(buf);
+  const rank = buf[3];
+  const dims = [];
+  for (let i = 0; i < rank; ++i) dims.push(buf.readUInt32BE(4 + 4 * i));
+  return { dims, data: buf.subarray(4 + 4 * rank) };
+}
+
+/// eval: top-1 of a classifier on IDX images, normalized as qfx's data
+/// loader does in float32: (pixel / 255 - mean) / std.
+async function evaluate(argv) {
+  const { positional, flags } = options(argv);
+  const [model, imagesFile, labelsFile] = positional;
+  const s = await session(model, flags);
+  const images = readIdx(imagesFile);
+  const labels = readIdx(labelsFile).data;
+  const [count, h, w] = images.dims;
+  const mean = Math.fround(Number(flags.mean || 0));
+  const std = Math.fround(Number(flags.std || 1));
+  const table = new Float32Array(256);
+  for (let p = 0; p < 256; ++p) table[p] = Math.fround(Math.fround(Math.fround(p / 255) - mean) / std);
+  const batch = Number(flags['batch-size'] || 256);
+  let correct = 0;
+  const start = process.hrtime.bigint();
+  for (let first = 0; first < count; first += batch) {
+    const n = Math.min(batch, count - first);
+    const data = new Float32Array(n * h * w);
+    for (let i = 0; i < n * h * w; ++i) data[i] = table[images.data[first * h * w + i]];
+    const result = await s.run({ [s.inputNames[0]]: new ort.Tensor('float32', data, [n, 1, h, w]) });
+    const logits = result[s.outputNames[0]].data;
+    const classes = logits.length / n;
+    for (let i = 0; i < n; ++i) {
+      let best = 0;
+      for (let k = 1; k < classes; ++k) if (logits[i * classes + k] > logits[i * classes + best]) best = k;
+      if (best === labels[first + i]) ++correct;
+    }
+  }
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  const report = { model, items: count, top1: (100 * correct) / count, seconds, runtime: `onnxruntime ${ort.env.versions.node}` };
+  if (flags.json) fs.writeFileSync(flags.json, JSON.stringify(report, null, 1) + '\n');
+  console.log(`top-1 ${report.top1.toFixed(2)}% on ${count} items (onnxruntime, ${seconds.toFixed(1)} s)`);
+}
+
+function randomInput(dims) {
+  const n = dims.reduce((a, b) => a * b, 1);
+  const data = new Float32Array(n);
+  let seed = 1;
+  for (let i = 0; i < n; ++i) {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    data[i] = seed / 2147483648 - 0.5;
+  }
+  return new ort.Tensor('float32', data, dims);
+}
+
+/// bench: median milliseconds per run.
+async function bench(argv) {
+  const { positional, flags } = options(argv);
+  const [model, shape] = positional;
+  const s = await session(model, flags);
+  const feeds = { [s.inputNames[0]]: randomInput(shapeOf(shape)) };
+  for (let i = 0; i < Number(flags.warmup || 5); ++i) await s.run(feeds);
+  const times = [];
+  for (let i = 0; i < Number(flags.iters || 30); ++i) {
+    const t0 = process.hrtime.bigint();
+    await s.run(feeds);
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  times.sort((a, b) => a - b);
+  console.log(JSON.stringify({ model, shape, threads: Number(flags.threads || 1), median_ms: times[times.length >> 1] }));
+}
+
+/// ops: how many nodes of each kernel op type one run executed.
+async function ops(argv) {
+  const { positional, flags } = options(argv);
+  const [model, shape] = positional;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qfx_ort_'));
+  const prefix = path.join(dir, 'profile');
+  const s = await session(model, flags, { enableProfiling: true, profileFilePrefix: prefix });
+  await s.run({ [s.inputNames[0]]: randomInput(shapeOf(shape)) });
+  s.endProfiling();
+  const counts = {};
+  for (const file of fs.readdirSync(dir)) {
+    for (const event of JSON.parse(fs.readFileSync(path.join(dir, file)))) {
+      if (event.cat === 'Node' && event.name.endsWith('_kernel_time')) {
+        counts[event.args.op_name] = (counts[event.args.op_name] || 0) + 1;
+      }
+    }
+  }
+  fs.rmSync(dir, { recursive: true });
+  console.log(JSON.stringify(counts));
+}
+
+const commands = { run, eval: evaluate, bench, ops };
+const [command, ...rest] = process.argv.slice(2);
+if (!commands[command]) fail(`usage: qfx_ort.js run|eval|bench|ops ...`);
+commands[command](rest).catch((e) => fail(e.message.split('\n')[0]));
