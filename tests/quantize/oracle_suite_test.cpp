@@ -254,6 +254,9 @@ TEST_P(OracleSuite, MatchesPyTorch) {
   EXPECT_EQ(test::max_abs_error(ir::Interpreter(*checked_copy(*gm, "lowered")).run(c.fresh_inputs()), lowered), 0.0)
       << "the lowered model's copy";
   EXPECT_EQ(test::max_abs_error(exported_output(*gm, c, GetParam(), lowered), lowered), 0.0) << "exported model";
+  bool pytorch_lowered = compare && !c.record["lowered"].contains("error");
+  test::keep_for_onnx("suite_" + GetParam(), *reference_copy, c.fresh_inputs(), reference, lowered,
+                      pytorch_lowered ? c.record["lowered"]["output_step"].get<double>() : -1.0);
   if (!compare || c.record["lowered"].contains("error")) {
     // No PyTorch model to compare with: qfx's must stay close to float.
     c10::IValue float_output = io::load_value(test::fixture(c.record["float_output"]));

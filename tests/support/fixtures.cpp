@@ -1,5 +1,7 @@
 #include "fixtures.h"
 
+#include "qfx/io/onnx_export.h"
+
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
@@ -143,6 +145,66 @@ void keep_for_python(const std::string& name, const std::string& exported, const
   io::save_value(output, base + "_output.pt");
   nlohmann::json record = {{"model", name + ".pt"},  {"inputs", name + "_inputs.pt"}, {"output", name + "_output.pt"},
                            {"tolerance", tolerance}, {"relative", relative},          {"engine", engine}};
+  std::ofstream(base + ".json") << record.dump(1) << "\n";
+}
+
+namespace {
+/// The tensors of `value` (a tensor, or nested tuples and lists of them), dequantized.
+void flat_tensors(const c10::IValue& value, std::vector<at::Tensor>& out) {
+  if (value.isTensor()) {
+    const at::Tensor& t = value.toTensor();
+    out.push_back(t.is_quantized() ? t.dequantize() : t);
+  } else if (value.isTuple()) {
+    for (const auto& item : value.toTupleRef().elements()) flat_tensors(item, out);
+  } else if (value.isList()) {
+    for (const auto& item : value.toListRef()) flat_tensors(item, out);
+  }
+}
+
+/// Writes the tensors of `value` as one raw file of `dtype` (float32 or int64).
+void write_raw(const c10::IValue& value, const std::string& path) {
+  std::vector<at::Tensor> tensors;
+  flat_tensors(value, tensors);
+  std::ofstream out(path, std::ios::binary);
+  for (const at::Tensor& t : tensors) {
+    at::Tensor c = t.is_floating_point() ? t.to(at::kFloat).contiguous() : t.to(at::kLong).contiguous();
+    out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * c.element_size()));
+  }
+}
+}  // namespace
+
+void keep_for_onnx(const std::string& name, const ir::GraphModule& reference_model,
+                   const std::vector<c10::IValue>& inputs, const c10::IValue& reference, const c10::IValue& lowered,
+                   double step) {
+  const char* dir = std::getenv("QFX_EXPORT_DIR");
+  if (dir == nullptr) return;
+  std::string base = std::string(dir) + "/onnx/" + name;
+  std::filesystem::create_directories(std::string(dir) + "/onnx");
+  nlohmann::json record = {{"name", name}, {"step", step}};
+  try {
+    std::string bytes = io::onnx_model_bytes(reference_model, inputs);
+    std::ofstream(base + ".onnx", std::ios::binary) << bytes;
+    record["model"] = name + ".onnx";
+  } catch (const c10::Error& e) {
+    record["error"] = e.what_without_backtrace();
+  }
+  nlohmann::json specs = nlohmann::json::array();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].isTensor()) {
+      record["error"] = "input " + std::to_string(i) + " is not a tensor";
+      break;
+    }
+    const at::Tensor& t = inputs[i].toTensor();
+    std::string file = name + "_input" + std::to_string(i) + ".bin";
+    write_raw(t, std::string(dir) + "/onnx/" + file);
+    specs.push_back(
+        {{"file", file}, {"shape", t.sizes().vec()}, {"dtype", t.is_floating_point() ? "float32" : "int64"}});
+  }
+  record["inputs"] = specs;
+  write_raw(reference, base + "_reference.bin");
+  write_raw(lowered, base + "_lowered.bin");
+  record["reference"] = name + "_reference.bin";
+  record["lowered"] = name + "_lowered.bin";
   std::ofstream(base + ".json") << record.dump(1) << "\n";
 }
 

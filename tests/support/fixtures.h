@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace qfx::ir {
+class GraphModule;
+}
+
 namespace qfx::test {
 
 /// Path of a fixture file.
@@ -87,5 +91,17 @@ namespace qfx::test {
 /// (relative to max |output| when `relative`, else absolute) on `engine`.
 void keep_for_python(const std::string& name, const std::string& exported, const std::vector<c10::IValue>& inputs,
                      const c10::IValue& output, double tolerance, bool relative, const std::string& engine);
+
+/// When QFX_EXPORT_DIR is set, exports the reference model `reference_model`
+/// to ONNX for tests/onnx/check_onnx_runtime.js to run in ONNX Runtime, as
+/// `onnx/<name>.onnx` with its inputs and qfx's outputs as raw little-endian
+/// files and `onnx/<name>.json`: ONNX Runtime must give the reference
+/// model's output `reference` (optimizations off: the float ops between Q/DQ)
+/// and the lowered model's `lowered` within `step` (one output quantization
+/// step; 0: a float output; negative: not compared). An export error is kept
+/// in the record instead.
+void keep_for_onnx(const std::string& name, const ir::GraphModule& reference_model,
+                   const std::vector<c10::IValue>& inputs, const c10::IValue& reference, const c10::IValue& lowered,
+                   double step);
 
 }  // namespace qfx::test

@@ -177,7 +177,11 @@ async function ops(argv) {
   console.log(JSON.stringify(counts));
 }
 
-const commands = { run, eval: evaluate, bench, ops };
-const [command, ...rest] = process.argv.slice(2);
-if (!commands[command]) fail(`usage: qfx_ort.js run|eval|bench|ops ...`);
-commands[command](rest).catch((e) => fail(e.message.split('\n')[0]));
+module.exports = { ort, session, fail };
+
+if (require.main === module) {
+  const commands = { run, eval: evaluate, bench, ops };
+  const [command, ...rest] = process.argv.slice(2);
+  if (!commands[command]) fail(`usage: qfx_ort.js run|eval|bench|ops ...`);
+  commands[command](rest).catch((e) => fail(e.message.split('\n')[0]));
+}

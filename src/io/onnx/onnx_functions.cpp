@@ -191,7 +191,7 @@ Value mean(const Context& c) {
   return Value::tensor(c.g().op("ReduceMean", {c.tensor(c.arg(0))}, c.hint(), attrs));
 }
 
-Value softmax(const Context& c) { return unary(c, "Softmax", {{"axis", c.int_of(c.arg(1, "dim"))}}); }
+Value softmax_rule(const Context& c) { return softmax(c, c.int_of(c.arg(1, "dim"))); }
 
 Value transpose(const Context& c) {
   int64_t rank = c.rank_of_arg(0);
@@ -274,6 +274,24 @@ Value unary(const Context& c, const std::string& op_type, const std::vector<Attr
   return Value::tensor(c.g().op(op_type, {c.tensor(c.arg(0))}, c.hint(), attrs));
 }
 
+Value softmax(const Context& c, int64_t dim) {
+  int64_t rank = c.rank_of_arg(0);
+  if (dim < 0) dim += rank;
+  if (c.arg(0).kind != Value::Kind::kDequantized) return unary(c, "Softmax", {{"axis", dim}});
+  // exp(x - max) / sum, not the Softmax op: ONNX Runtime's QDQ fusion turns
+  // DequantizeLinear -> Softmax -> QuantizeLinear into QLinearSoftmax, whose
+  // table-based exponentials were measured up to 50 output steps away from
+  // the float softmax the reference model computes (tests/oracle's
+  // fixed_qparams_ops); these ops it leaves in float.
+  std::string x = c.tensor(c.arg(0)), hint = c.hint();
+  std::vector<Attr> keep = {{"axes", std::vector<int64_t>{dim}}, {"keepdims", int64_t{1}}};
+  std::string shifted = c.g().op("Sub", {x, c.g().op("ReduceMax", {x}, hint + "_max", keep)}, hint + "_shifted");
+  std::string e = c.g().op("Exp", {shifted}, hint + "_exp");
+  std::string sum =
+      c.g().op("ReduceSum", {e, c.g().ints(hint + "_axes", {dim})}, hint + "_sum", {{"keepdims", int64_t{1}}});
+  return Value::tensor(c.g().op("Div", {e, sum}, hint));
+}
+
 std::string clip(const Context& c, const std::string& x, double min, double max) {
   std::string lo = c.g().initializer(c.hint() + "_min", at::scalar_tensor(min, at::kFloat));
   std::string hi = c.g().initializer(c.hint() + "_max", at::scalar_tensor(max, at::kFloat));
@@ -330,8 +348,8 @@ const std::map<std::string, Rule>& function_rules() {
       {"torch.mean", mean},
       {"torch.transpose", transpose},
       {"torch.permute", permute},
-      {"torch.softmax", softmax},
-      {"torch.nn.functional.softmax", softmax},
+      {"torch.softmax", softmax_rule},
+      {"torch.nn.functional.softmax", softmax_rule},
       {"operator.getitem", getitem},
       {ir::op::kTorchRelu, unary_rule("Relu")},
       {ir::op::kFunctionalRelu, unary_rule("Relu")},
@@ -382,7 +400,7 @@ const std::map<std::string, Rule>& method_rules() {
       {"mean", mean},
       {"transpose", transpose},
       {"permute", permute},
-      {"softmax", softmax},
+      {"softmax", softmax_rule},
       {"relu", unary_rule("Relu")},
       {"relu_", unary_rule("Relu")},
       {"sigmoid", unary_rule("Sigmoid")},

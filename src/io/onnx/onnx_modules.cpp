@@ -235,9 +235,7 @@ const std::map<std::string, ModuleRule>& float_rules() {
          return unary(c, "Elu", {{"alpha", static_cast<float>(as<ELUImpl>(m).options.alpha())}});
        }},
       {"torch.nn.Softmax",
-       [](const Context& c, const torch::nn::Module& m) {
-         return unary(c, "Softmax", {{"axis", as<SoftmaxImpl>(m).options.dim()}});
-       }},
+       [](const Context& c, const torch::nn::Module& m) { return softmax(c, as<SoftmaxImpl>(m).options.dim()); }},
       {"torch.nn.Dropout", [](const Context& c, const torch::nn::Module&) { return c.arg(0); }},
       {"torch.nn.Identity", [](const Context& c, const torch::nn::Module&) { return c.arg(0); }},
       {"torch.nn.Flatten",

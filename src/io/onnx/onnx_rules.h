@@ -114,6 +114,8 @@ Value unary(const Context& c, const std::string& op_type, const std::vector<Attr
 std::string clip(const Context& c, const std::string& x, double min, double max);
 std::string hardswish(const Context& c, const std::string& x);
 std::string hardsigmoid(const Context& c, const std::string& x);
+/// Softmax of argument 0 over `dim`.
+Value softmax(const Context& c, int64_t dim);
 /// adaptive_avg_poolNd of argument 0: GlobalAveragePool for output size 1,
 /// else AveragePool with the kernel the example run's sizes give.
 Value adaptive_avg_pool(const Context& c, std::vector<int64_t> output_size);

@@ -1,0 +1,107 @@
+#!/usr/bin/env node
+// Runs the ONNX models the oracle tests exported (tests/support/fixtures.h,
+// keep_for_onnx) in ONNX Runtime and checks them against qfx:
+//  - optimizations off (ONNX Runtime runs the QDQ graph as written: float ops
+//    between QuantizeLinear/DequantizeLinear): qfx's reference model's output
+//    within 1e-4 of its largest magnitude;
+//  - optimizations on (QDQ groups fused into integer kernels: QLinearConv,
+//    QGemm, ...): the lowered model's output within one output quantization
+//    step (1e-4 relative for a float output). Where the lowered model itself
+//    is further than that from the reference model (PyTorch's dynamic linear
+//    kernels, some add-relu lowerings), ONNX Runtime follows the reference
+//    and must be within the step of it instead; the line says so.
+// Prints one line per model and the cases without an ONNX form with their
+// reasons; exits 1 when a model disagrees or when fewer than MIN_EXPORTED
+// models were exported.
+//   check_onnx_runtime.js DIR [MIN_EXPORTED]
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { ort, session } = require('../../tools/ort/qfx_ort.js');
+
+function readRaw(file, dtype) {
+  const buf = fs.readFileSync(file);
+  const Type = dtype === 'int64' ? BigInt64Array : Float32Array;
+  const out = new Type(buf.length / Type.BYTES_PER_ELEMENT);
+  Buffer.from(out.buffer).set(buf);
+  return out;
+}
+
+async function outputs(dir, record, opt) {
+  const s = await session(path.join(dir, record.model), { opt, threads: 1 });
+  const feeds = {};
+  record.inputs.forEach((input, i) => {
+    feeds[s.inputNames[i]] = new ort.Tensor(input.dtype, readRaw(path.join(dir, input.file), input.dtype), input.shape);
+  });
+  const result = await s.run(feeds);
+  const values = [];
+  for (const name of s.outputNames) values.push(...Array.from(result[name].data, Number));
+  return values;
+}
+
+/// Largest |a - b| and largest |b|.
+function difference(a, b) {
+  if (a.length !== b.length) return { size: `${a.length} values, expected ${b.length}` };
+  let diff = 0;
+  let scale = 0;
+  for (let i = 0; i < a.length; ++i) {
+    diff = Math.max(diff, Math.abs(a[i] - b[i]));
+    scale = Math.max(scale, Math.abs(b[i]));
+  }
+  return { diff, scale };
+}
+
+async function check(dir, record) {
+  const problems = [];
+  const reference = Array.from(readRaw(path.join(dir, record.reference), 'float32'));
+  const plain = difference(await outputs(dir, record, 'disabled'), reference);
+  if (plain.size || plain.diff > 1e-4 * Math.max(plain.scale, 1e-6)) {
+    problems.push(`reference: ${plain.size || `max |difference| ${plain.diff} > 1e-4 x ${plain.scale}`}`);
+  }
+  let fused = '';
+  if (record.step >= 0) {
+    const lowered = Array.from(readRaw(path.join(dir, record.lowered), 'float32'));
+    const optimized = await outputs(dir, record, 'all');
+    const d = difference(optimized, lowered);
+    // float32 outputs one step apart differ by the step up to float rounding
+    const limit = record.step > 0 ? record.step * (1 + 1e-5) : 1e-4 * Math.max(d.scale, 1e-6);
+    const apart = difference(lowered, reference).diff > limit;
+    const r = difference(optimized, reference);
+    const against = apart ? r : d;
+    if (against.size || against.diff > limit) {
+      problems.push(`${apart ? 'reference' : 'lowered'} (fused): ${against.size || `max |difference| ${against.diff} > ${limit}`}`);
+    }
+    fused = `, fused vs ${apart ? 'reference (lowered is further from it than a step)' : 'lowered'} ${against.diff} (step ${record.step})`;
+  }
+  return { problems, line: `reference ${plain.diff}${fused}` };
+}
+
+async function main() {
+  const [dir, minExported] = process.argv.slice(2);
+  const records = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort()
+    .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f))));
+  let failures = 0;
+  const unsupported = {};
+  let exported = 0;
+  for (const record of records) {
+    if (record.error) {
+      const reason = record.error.replace(/^ONNX export: node %\S+ /, '');
+      (unsupported[reason] = unsupported[reason] || []).push(record.name);
+      continue;
+    }
+    ++exported;
+    const { problems, line } = await check(dir, record);
+    console.log(`${problems.length ? 'FAIL' : 'ok  '} ${record.name}: ${problems.length ? problems.join('; ') : line}`);
+    failures += problems.length ? 1 : 0;
+  }
+  console.log(`\n${exported} of ${records.length} models exported and run in ONNX Runtime; ${failures} disagree`);
+  for (const [reason, names] of Object.entries(unsupported)) {
+    console.log(`not exported (${names.length}): ${reason}: ${names.join(' ')}`);
+  }
+  if (failures > 0 || exported < Number(minExported || 0)) process.exit(1);
+}
+
+main().catch((e) => {
+  console.error(`check_onnx_runtime: error: ${e.message}`);
+  process.exit(1);
+});
