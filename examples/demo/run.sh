@@ -7,7 +7,9 @@
 #   dynamic-int8: dynamic quantization (int8 Linear layers, activation qparams
 #     computed per batch, convolutions float), no calibration;
 #   qat-int8: prepare_qat_fx, one epoch of fine-tuning on the 60,000 training
-#     images with fake quantization, convert_fx (onednn).
+#     images with fake quantization, convert_fx (onednn);
+#   int8-onnx: the onednn quantization written as ONNX QDQ and run by ONNX
+#     Runtime (npm's onnxruntime-node, tools/ort/qfx_ort.js).
 # Then the per-layer comparison of the onednn model with the float one, and
 # report.json / report.html (self-contained) combining all of it.
 #   run.sh QFX_BINARY [OUT_DIR]   (OUT_DIR default: demo-out)
@@ -36,6 +38,13 @@ for engine in onednn qnnpack; do
 done
 
 echo
+echo "== int8 as ONNX QDQ: qfx quantize -o fashion_cnn_int8.onnx (the onednn run's settings), run by ONNX Runtime"
+"$qfx" quantize "$model" -o "$out/fashion_cnn_int8.onnx" --calib "$train" "${norm[@]}" --batch-size 32 \
+  --calib-batches 32 --seed 0
+node "$here/../tools/ort/qfx_ort.js" eval "$out/fashion_cnn_int8.onnx" "$test" "$data/t10k-labels-idx1-ubyte.gz" \
+  --mean 0.2860 --std 0.3530 --json "$out/int8_onnx.json"
+
+echo
 echo "== dynamic int8: qfx quantize --dynamic (Linear layers int8, qparams per batch; convolutions stay float)"
 "$qfx" quantize "$model" -o "$out/fashion_cnn_dynamic_int8.pt" --dynamic --report "$out/quantize_dynamic.json"
 "$qfx" eval "$out/fashion_cnn_dynamic_int8.pt" --data "$test" "${norm[@]}" --json "$out/dynamic_int8.json"
@@ -54,13 +63,13 @@ echo "== per-layer comparison: float vs int8-onednn on 1,024 test images"
 "$qfx" report --title "qfx demo: Fashion-MNIST CNN, float vs int8" --quantize "$out/quantize_onednn.json" \
   --compare "$out/compare_onednn.json" --eval "float=$out/float.json" --eval "int8-onednn=$out/int8_onednn.json" \
   --eval "int8-qnnpack=$out/int8_qnnpack.json" --eval "dynamic-int8=$out/dynamic_int8.json" \
-  --eval "qat-int8=$out/qat_int8.json" \
+  --eval "qat-int8=$out/qat_int8.json" --eval "int8-onnx=$out/int8_onnx.json" \
   --json "$out/report.json" --html "$out/report.html"
 
 summary_table() {
   # the summary table, from the eval reports
   printf '\n%-14s %8s %10s %16s\n' model top-1 size latency
-  for row in float int8_onednn int8_qnnpack dynamic_int8 qat_int8; do
+  for row in float int8_onednn int8_qnnpack int8_onnx dynamic_int8 qat_int8; do
     json="$out/$row.json"
     file=$(grep -o '"model": "[^"]*"' "$json" | cut -d'"' -f4)
     top1=$(grep -o '"top1": [0-9.e-]*' "$json" | awk '{printf "%.2f%%", $2 * 100}')

@@ -2,7 +2,7 @@
 // file, as PyTorch 1.13's backend_config package: native_backend.cpp,
 // fbgemm_backend.cpp, x86_backend.cpp, qnnpack_backend.cpp (their shared
 // shape in native_style.cpp), onednn_backend.cpp, executorch_backend.cpp,
-// tensorrt_backend.cpp.
+// tensorrt_backend.cpp; and qfx's onnxruntime_backend.cpp.
 
 #include "qfx/backend/builtin_backends.h"
 
@@ -21,7 +21,7 @@ const std::vector<std::pair<std::string, BackendMaker>>& builtins() {
       {"native", get_native_backend_config},     {"fbgemm", get_fbgemm_backend_config},
       {"qnnpack", get_qnnpack_backend_config},   {"x86", get_x86_backend_config},
       {"onednn", get_onednn_backend_config},     {"executorch", get_executorch_backend_config},
-      {"tensorrt", get_tensorrt_backend_config},
+      {"tensorrt", get_tensorrt_backend_config}, {"onnxruntime", get_onnxruntime_backend_config},
   };
   return kBuiltins;
 }

@@ -80,7 +80,8 @@ TEST_P(BuiltinBackend, JsonRoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BuiltinBackend,
-                         ::testing::Values("native", "fbgemm", "qnnpack", "x86", "onednn", "executorch", "tensorrt"));
+                         ::testing::Values("native", "fbgemm", "qnnpack", "x86", "onednn", "executorch", "tensorrt",
+                                           "onnxruntime"));
 
 TEST(BuiltinBackend, Sizes) {
   // PyTorch 1.13's native config has 185 pattern configs (its repeated

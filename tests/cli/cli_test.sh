@@ -540,4 +540,21 @@ expect_error 1 "training data '.*calib.pt' batch 0: no labels \(training needs l
   --qconfig qat --train "$work/calib.pt"
 [ ! -e "$work/t.pt" ] || fail "quantize --train wrote a file on error"
 
+# --- ONNX ------------------------------------------------------------------
+# quantize -o X.onnx: a checked ONNX model (ONNX's magic: a ModelProto starting with ir_version, field 1)
+fm_calib=(--calib "$fmnist/train-images-idx3-ubyte.gz" "${norm[@]}" --calib-batches 2 -q)
+"$qfx" quantize "$demo_model" -o "$work/cnn.onnx" "${fm_calib[@]}" || fail "quantize -o cnn.onnx exited $?"
+[ "$(head -c 1 "$work/cnn.onnx" | od -An -tx1 | tr -d ' ')" = 08 ] || fail "cnn.onnx is not a ModelProto"
+"$qfx" quantize "$demo_model" -o "$work/cnn_onnx.bin" --format onnx "${fm_calib[@]}" || fail "--format onnx exited $?"
+cmp -s "$work/cnn.onnx" "$work/cnn_onnx.bin" || fail "--format onnx and a .onnx name write different models"
+expect_error 1 "ONNX export: node %.* \(call_function operator.mod\): no ONNX form for this op" -- export \
+  "$fixtures/suite/window_ops.pt" -o "$work/window.onnx" --input-shape 1,3,5,5
+[ ! -e "$work/window.onnx" ] || fail "export wrote a file for a model without an ONNX form"
+expect_error 1 "ONNX output needs an example input: pass --input-shape" -- export "$demo_model" -o "$work/f.onnx"
+expect_error 1 "--input-shape '1,x': expected positive sizes" -- export "$demo_model" -o "$work/f.onnx" --input-shape 1,x
+expect_error 1 "--format 'tflite': expected torchscript or onnx" -- quantize "$demo_model" -o "$work/f.bin" --format tflite \
+  "${fm_calib[@]}"
+expect_error 2 "--opset: Value 18 not in range \[13 - 17\]" -- export "$demo_model" -o "$work/f.onnx" --opset 18
+[ ! -e "$work/f.onnx" ] && [ ! -e "$work/f.bin" ] || fail "an ONNX error left a file"
+
 finish CLI

@@ -3,7 +3,9 @@
 # Fashion-MNIST test images is at least 90%, both PTQ int8 models are within
 # 0.5 points of it and at most a third of its size on disk, the dynamic int8
 # model (Linear layers only) is within 0.5 points and smaller than float, the
-# QAT int8 model is at most 0.2 points below it, and report.json holds the models and
+# QAT int8 model is at most 0.2 points below it, the int8 model exported as ONNX
+# QDQ and run by ONNX Runtime is within 0.1 points of the TorchScript int8
+# model's top-1, and report.json holds the models and
 # the per-layer comparison (report.html is checked in a browser by
 # report_html_test.sh).
 #   demo_test.sh QFX_BINARY SOURCE_DIR PYTHON
@@ -39,11 +41,15 @@ assert modes['fc1'] == modes['fc2'] == 'dynamic' and modes['conv1'] == modes['co
 assert qat['items'] == 10000 and float_['top1'] - qat['top1'] <= 0.002, (float_['top1'], qat['top1'])
 print(f"qat: top-1 {qat['top1']:.4f} (float {float_['top1']:.4f})")
 report = json.load(open(os.path.join(out, 'report.json')))
-assert [m['name'] for m in report['models']] == ['float', 'int8-onednn', 'int8-qnnpack', 'dynamic-int8', 'qat-int8'], report['models']
+assert [m['name'] for m in report['models']] == ['float', 'int8-onednn', 'int8-qnnpack', 'dynamic-int8', 'qat-int8', 'int8-onnx'], report['models']
+onnx = json.load(open(os.path.join(out, 'int8_onnx.json')))
+onednn = json.load(open(os.path.join(out, 'int8_onednn.json')))
+assert onnx['items'] == 10000 and abs(onnx['top1'] - onednn['top1']) <= 0.001, (onnx['top1'], onednn['top1'])
+print(f"onnx: top-1 {onnx['top1']:.4f} in ONNX Runtime (TorchScript int8 {onednn['top1']:.4f})")
 layers = [l['float_node'] for l in report['compare']['layers']]
 assert layers[0] == 'relu' and layers[-1] == 'fc2', layers  # conv1 fused with its relu, ..., the last linear
 assert all(l['sqnr_db'] > 25 for l in report['compare']['layers']), report['compare']['layers']
 assert os.path.getsize(os.path.join(out, 'report.html')) > 100000  # Chart.js inlined
 PY
-for row in int8-onednn dynamic-int8 qat-int8; do grep -q "^$row" "$out/summary.txt"; done
+for row in int8-onednn int8-onnx dynamic-int8 qat-int8; do grep -q "^$row" "$out/summary.txt"; done
 echo "demo checks passed"

@@ -39,11 +39,13 @@ done <"$work/cmake.txt"
 
 mkdir "$work/run" "$work/bin"
 ln -s "$source_dir/examples" "$work/run/examples"
+ln -s "$source_dir/tools" "$work/run/tools"
 ln -s "$(cd "$(dirname "$qfx")" && pwd)/$(basename "$qfx")" "$work/bin/qfx"
 (cd "$work/run" && PATH="$work/bin:$PATH" bash "$work/examples.sh") >"$work/log.txt" 2>&1 ||
   { tail -30 "$work/log.txt"; echo "a README example failed"; exit 1; }
 for f in cnn_int8.pt quantize.json quantize.html float.json int8.json compare.json report.json report.html \
-         cnn_qat.pt graph.json logits.pt onednn_qconfig.json qnnpack.json backends.md cnn_custom.pt; do
+         cnn_qat.pt graph.json logits.pt onednn_qconfig.json qnnpack.json backends.md cnn_custom.pt \
+         cnn_int8.onnx cnn_float.onnx int8_onnx.json float_onnx.json; do
   [ -s "$work/run/$f" ] || { echo "README example did not write $f"; exit 1; }
 done
 "$python" - "$work/run" <<'PY'
@@ -53,6 +55,9 @@ r = json.load(open(os.path.join(run, 'report.json')))
 assert [m['name'] for m in r['models']] == ['float', 'int8'] and r['compare']['layers'], r.keys()
 logits = torch.load(os.path.join(run, 'logits.pt'))
 assert logits.shape == (8, 10), logits.shape
+# the ONNX examples: both models ran in ONNX Runtime on the 10,000 test images
+f, q = (json.load(open(os.path.join(run, n))) for n in ('float_onnx.json', 'int8_onnx.json'))
+assert f['items'] == q['items'] == 10000 and f['top1'] > 0.9 and f['top1'] - q['top1'] < 0.01, (f, q)
 PY
 
 (cd "$work/run" && "$api_tour" >"$work/tour.txt" 2>&1) || { cat "$work/tour.txt"; echo "api_tour failed"; exit 1; }

@@ -5,7 +5,8 @@
 //
 //   qfx_ort.js run   MODEL.onnx OUT.bin IN.bin:1,3,224,224 ...   [--threads N] [--opt all|disabled]
 //   qfx_ort.js eval  MODEL.onnx IMAGES.gz LABELS.gz --mean M --std S [--batch-size N] [--json FILE]
-//   qfx_ort.js bench MODEL.onnx 1,3,224,224 [--threads N] [--iters N] [--warmup N]
+//                    (the JSON has `qfx eval --json`'s keys)
+//   qfx_ort.js bench MODEL.onnx 1,3,224,224                   (latency at batch 1 and 8, 1 and 2 threads, JSON)
 //   qfx_ort.js ops   MODEL.onnx 1,3,224,224 [--threads N]     (kernel op types ONNX Runtime ran, as JSON)
 //
 // Errors are one line on stderr and exit 1.
@@ -47,6 +48,7 @@ async function session(model, flags, extra = {}) {
     interOpNumThreads: 1,
     graphOptimizationLevel: flags.opt || 'all',
     executionMode: 'sequential',
+    logSeverityLevel: 3,  // errors only: not ONNX Runtime's notes on initializers it drops
     ...extra,
   };
   try {
@@ -106,26 +108,35 @@ async function evaluate(argv) {
   const std = Math.fround(Number(flags.std || 1));
   const table = new Float32Array(256);
   for (let p = 0; p < 256; ++p) table[p] = Math.fround(Math.fround(Math.fround(p / 255) - mean) / std);
-  const batch = Number(flags['batch-size'] || 256);
+  const batch = Number(flags['batch-size'] || 64);
   let correct = 0;
-  const start = process.hrtime.bigint();
+  let classes = 0;
+  let runNs = 0n;
   for (let first = 0; first < count; first += batch) {
     const n = Math.min(batch, count - first);
     const data = new Float32Array(n * h * w);
     for (let i = 0; i < n * h * w; ++i) data[i] = table[images.data[first * h * w + i]];
+    const t0 = process.hrtime.bigint();
     const result = await s.run({ [s.inputNames[0]]: new ort.Tensor('float32', data, [n, 1, h, w]) });
+    runNs += process.hrtime.bigint() - t0;
     const logits = result[s.outputNames[0]].data;
-    const classes = logits.length / n;
+    classes = logits.length / n;
     for (let i = 0; i < n; ++i) {
       let best = 0;
       for (let k = 1; k < classes; ++k) if (logits[i * classes + k] > logits[i * classes + best]) best = k;
       if (best === labels[first + i]) ++correct;
     }
   }
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  const report = { model, items: count, top1: (100 * correct) / count, seconds, runtime: `onnxruntime ${ort.env.versions.node}` };
+  const ms = Number(runNs) / 1e6 / count;
+  const threads = Number(flags.threads || 1);
+  // the keys of `qfx eval --json`, so `qfx report` and the demo table read both
+  const report = {
+    model, data: imagesFile, items: count, top1: correct / count, latency_ms_per_image: ms, batch_size: batch,
+    classes, threads, runtime: `onnxruntime ${ort.env.versions.node}`,
+  };
   if (flags.json) fs.writeFileSync(flags.json, JSON.stringify(report, null, 1) + '\n');
-  console.log(`top-1 ${report.top1.toFixed(2)}% on ${count} items (onnxruntime, ${seconds.toFixed(1)} s)`);
+  console.log(`top-1 ${(100 * report.top1).toFixed(2)}% (${correct}/${count}) with ONNX Runtime\n` +
+              `latency ${ms.toFixed(4)} ms/image at batch ${batch} (${threads} threads)`);
 }
 
 function randomInput(dims) {
@@ -139,21 +150,45 @@ function randomInput(dims) {
   return new ort.Tensor('float32', data, dims);
 }
 
-/// bench: median milliseconds per run.
+/// Seconds per run of `fn` after 3 warm-up runs, in rounds of 10 runs until
+/// the last three rounds' medians lie within 5% of each other (3 to 8
+/// rounds): the median and min-max of the rounds' medians, as bench_flow
+/// and bench/flow.py measure LibTorch and PyTorch.
+async function latency(fn) {
+  const median = (v) => [...v].sort((a, b) => a - b)[v.length >> 1];
+  for (let i = 0; i < 3; ++i) await fn();
+  const rounds = [];
+  while (rounds.length < 8) {
+    const times = [];
+    for (let i = 0; i < 10; ++i) {
+      const t0 = process.hrtime.bigint();
+      await fn();
+      times.push(Number(process.hrtime.bigint() - t0) / 1e9);
+    }
+    rounds.push(median(times));
+    if (rounds.length < 3) continue;
+    const last = rounds.slice(-3);
+    if (Math.max(...last) - Math.min(...last) < 0.05 * median(last)) break;
+  }
+  return { median: median(rounds), min: Math.min(...rounds), max: Math.max(...rounds), rounds: rounds.length };
+}
+
+/// bench: latency at batch 1 and 8 (the batch size replaces dim 0 of the
+/// shape) with 1 and 2 threads, as JSON keyed b<batch>_t<threads>.
 async function bench(argv) {
   const { positional, flags } = options(argv);
   const [model, shape] = positional;
-  const s = await session(model, flags);
-  const feeds = { [s.inputNames[0]]: randomInput(shapeOf(shape)) };
-  for (let i = 0; i < Number(flags.warmup || 5); ++i) await s.run(feeds);
-  const times = [];
-  for (let i = 0; i < Number(flags.iters || 30); ++i) {
-    const t0 = process.hrtime.bigint();
-    await s.run(feeds);
-    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  const out = {};
+  for (const threads of [1, 2]) {
+    for (const batch of [1, 8]) {
+      const s = await session(model, { ...flags, threads });
+      const dims = shapeOf(shape);
+      dims[0] = batch;
+      const feeds = { [s.inputNames[0]]: randomInput(dims) };
+      out[`b${batch}_t${threads}`] = await latency(() => s.run(feeds));
+    }
   }
-  times.sort((a, b) => a - b);
-  console.log(JSON.stringify({ model, shape, threads: Number(flags.threads || 1), median_ms: times[times.length >> 1] }));
+  console.log(JSON.stringify(out));
 }
 
 /// ops: how many nodes of each kernel op type one run executed.

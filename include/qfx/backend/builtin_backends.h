@@ -23,9 +23,12 @@ BackendConfig get_onednn_backend_config();
 BackendConfig get_executorch_backend_config();
 /// qint8 everywhere, plus `torch.addmm`.
 BackendConfig get_tensorrt_backend_config();
+/// qfx's: what ONNX Runtime's QDQ fusion runs as integer kernels (quint8
+/// activations, qint8 weights), for models exported as ONNX QDQ.
+BackendConfig get_onnxruntime_backend_config();
 
 /// The names `get_backend_config` knows: native, fbgemm, qnnpack, x86,
-/// onednn, executorch, tensorrt.
+/// onednn, executorch, tensorrt, onnxruntime.
 std::vector<std::string> builtin_backend_names();
 
 /// A built-in config by name; c10::Error listing the names if unknown.

@@ -23,15 +23,13 @@ at::Tensor tensor_of(const Context& c, const Value& v) {
   c.fail("a qparam is not known at export time");
 }
 
-/// A quantized initializer for a weight quantized in the graph (functional
-/// linear and conv): its integers, computed once at export.
-Value quantized_constant(const Context& c, const at::Tensor& q) {
-  int64_t axis = q.qscheme() == c10::kPerChannelAffine ? q.q_per_channel_axis() : -1;
-  at::Tensor scale = axis >= 0 ? q.q_per_channel_scales() : at::scalar_tensor(q.q_scale(), at::kDouble);
-  at::Tensor zero_point = axis >= 0 ? q.q_per_channel_zero_points() : at::scalar_tensor(q.q_zero_point(), at::kLong);
-  Value v = Value::quantized(c.constant(c.hint(), q.int_repr()),
-                             c.g().qparams(c.hint(), scale, zero_point, q.scalar_type(), axis));
-  v.constant = q;  // linear() and conv() take the quantized tensor itself
+/// A weight quantized in the graph (functional linear and conv): its
+/// quantized tensor, computed once at export; linear() and conv() store it
+/// as integers, other uses through Context::tensor.
+Value quantized_constant(const at::Tensor& q) {
+  Value v;
+  v.kind = Kind::kQuantized;
+  v.constant = q;
   return v;
 }
 
@@ -48,19 +46,58 @@ Value quantize(const Context& c, bool per_channel) {
     at::Tensor q = per_channel
                        ? at::quantize_per_channel(w, scale.to(at::kDouble), zero_point.to(at::kLong), axis, dtype)
                        : at::quantize_per_tensor(w, scale.item<double>(), zero_point.item<int64_t>(), dtype);
-    return quantized_constant(c, q);
+    return quantized_constant(q);
   }
   QParams q = c.g().qparams(c.hint(), scale, zero_point, dtype, axis);
   return Value::quantized(c.g().quantize(c.tensor(x), q, c.hint()), q);
 }
 
+/// Dynamic uint8 qparams over [min(x, 0), max(x, 0)] with 7 bits
+/// (reduce_range): scale = range / 127 (0.1 for an all-zero input), zero
+/// point round(-min / scale) clamped to 0..127, ATen's choose_qparams in
+/// float arithmetic (ATen's is double, which can move a zero point by one);
+/// then QuantizeLinear.
+Value quantize_dynamic_reduced(const Context& c, const std::string& x) {
+  std::string hint = c.hint();
+  auto scalar = [&](const char* name, float v) {
+    return c.g().initializer(hint + name, at::scalar_tensor(v, at::kFloat));
+  };
+  std::string zero = scalar("_zero", 0.0f);
+  std::vector<Attr> all = {{"keepdims", int64_t{0}}};
+  std::string lo = c.g().op("Min", {c.g().op("ReduceMin", {x}, hint + "_min", all), zero}, hint + "_lo");
+  std::string hi = c.g().op("Max", {c.g().op("ReduceMax", {x}, hint + "_max", all), zero}, hint + "_hi");
+  std::string range = c.g().op("Sub", {hi, lo}, hint + "_range");
+  // an all-zero input: scale 0.1, as ATen's choose_qparams
+  std::string empty = c.g().op("Equal", {range, zero}, hint + "_empty");
+  std::string scale = c.g().op(
+      "Where",
+      {empty, scalar("_default_scale", 0.1f), c.g().op("Div", {range, scalar("_levels", 127.0f)}, hint + "_ratio")},
+      hint + "_scale");
+  std::string zp =
+      c.g().op("Clip",
+               {c.g().op("Round", {c.g().op("Neg", {c.g().op("Div", {lo, scale}, hint + "_lo_steps")}, hint + "_neg")},
+                         hint + "_round"),
+                zero, scalar("_qmax", 127.0f)},
+               hint + "_zp_float");
+  QParams q;
+  q.scale = scale;
+  q.zero_point = c.g().op("Cast", {zp}, hint + "_zero_point", {{"to", int64_t{onnx::TensorProto::UINT8}}});
+  return Value::quantized(c.g().quantize(x, q, hint), q);
+}
+
 /// torch.quantize_per_tensor_dynamic(x, dtype, reduce_range): ONNX's
-/// DynamicQuantizeLinear computes the same uint8 qparams over [min(x, 0), max(x, 0)].
+/// DynamicQuantizeLinear computes the same uint8 qparams over [min(x, 0),
+/// max(x, 0)]; with reduce_range the 7-bit qparams are computed by ops;
+/// float16 is a Cast.
 Value quantize_dynamic(const Context& c) {
-  if (dtype_of(c, c.arg(1)) != c10::kQUInt8 || c.int_of(c.arg(2)) != 0) {
-    c.fail("dynamic quantization has an ONNX form (DynamicQuantizeLinear) for quint8 without reduce_range only");
+  c10::ScalarType dtype = dtype_of(c, c.arg(1));
+  std::string x = c.tensor(c.arg(0));
+  if (dtype == c10::kHalf) {
+    return Value::tensor(c.g().op("Cast", {x}, c.hint(), {{"to", int64_t{onnx::TensorProto::FLOAT16}}}));
   }
-  std::vector<std::string> out = c.g().node("DynamicQuantizeLinear", {c.tensor(c.arg(0))}, c.hint(), 3);
+  if (dtype != c10::kQUInt8) c.fail("dynamic quantization to other than quint8 or float16 has no ONNX form here");
+  if (c.int_of(c.arg(2)) != 0) return quantize_dynamic_reduced(c, x);
+  std::vector<std::string> out = c.g().node("DynamicQuantizeLinear", {x}, c.hint(), 3);
   QParams q;
   q.scale = out[1];
   q.zero_point = out[2];
@@ -323,92 +360,100 @@ Value adaptive_avg_pool(const Context& c, std::vector<int64_t> out) {
 }
 
 const std::map<std::string, Rule>& function_rules() {
-  static const std::map<std::string, Rule> kRules = {
-      {ir::op::kQuantizePerTensor, [](const Context& c) { return quantize(c, false); }},
-      {ir::op::kQuantizePerChannel, [](const Context& c) { return quantize(c, true); }},
-      {ir::op::kQuantizePerTensorDynamic, quantize_dynamic},
-      {"torch.dequantize", dequantize},
-      {"torch.add", binary("Add")},
-      {"operator.add", binary("Add")},
-      {"operator.iadd", binary("Add")},
-      {"torch.sub", binary("Sub")},
-      {"operator.sub", binary("Sub")},
-      {"torch.mul", binary("Mul")},
-      {"operator.mul", binary("Mul")},
-      {"operator.imul", binary("Mul")},
-      {"torch.div", binary("Div")},
-      {"operator.truediv", binary("Div")},
-      {"torch.matmul", binary("MatMul")},
-      {"torch.bmm", binary("MatMul")},
-      {"operator.matmul", binary("MatMul")},
-      {"torch.cat", concat},
-      {"torch.concat", concat},
-      {"torch.flatten", flatten},
-      {"torch.reshape", reshape},
-      {"torch.mean", mean},
-      {"torch.transpose", transpose},
-      {"torch.permute", permute},
-      {"torch.softmax", softmax_rule},
-      {"torch.nn.functional.softmax", softmax_rule},
-      {"operator.getitem", getitem},
-      {ir::op::kTorchRelu, unary_rule("Relu")},
-      {ir::op::kFunctionalRelu, unary_rule("Relu")},
-      {"torch.relu_", unary_rule("Relu")},
-      {"torch.nn.functional.relu6", relu6},
-      {"torch.nn.functional.hardtanh", hardtanh},
-      {"torch.sigmoid", unary_rule("Sigmoid")},
-      {"torch.nn.functional.sigmoid", unary_rule("Sigmoid")},
-      {"torch.tanh", unary_rule("Tanh")},
-      {"torch.nn.functional.tanh", unary_rule("Tanh")},
-      {"torch.nn.functional.hardswish", hardswish_rule},
-      {"torch.nn.functional.hardsigmoid", hardsigmoid_rule},
-      {"torch.nn.functional.dropout", pass_through},
-      {"torch.nn.functional.max_pool1d", max_pool},
-      {"torch.nn.functional.max_pool2d", max_pool},
-      {"torch.nn.functional.max_pool3d", max_pool},
-      {"torch.max_pool1d", max_pool},
-      {"torch.max_pool2d", max_pool},
-      {"torch.max_pool3d", max_pool},
-      {"torch.nn.functional.avg_pool1d", avg_pool},
-      {"torch.nn.functional.avg_pool2d", avg_pool},
-      {"torch.nn.functional.avg_pool3d", avg_pool},
-      {"torch.nn.functional.adaptive_avg_pool1d",
-       [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
-      {"torch.nn.functional.adaptive_avg_pool2d",
-       [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
-      {"torch.nn.functional.adaptive_avg_pool3d",
-       [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
-  };
+  static const std::map<std::string, Rule> kRules = [] {
+    std::map<std::string, Rule> rules = {
+        {ir::op::kQuantizePerTensor, [](const Context& c) { return quantize(c, false); }},
+        {ir::op::kQuantizePerChannel, [](const Context& c) { return quantize(c, true); }},
+        {ir::op::kQuantizePerTensorDynamic, quantize_dynamic},
+        {"torch.dequantize", dequantize},
+        {"torch.add", binary("Add")},
+        {"operator.add", binary("Add")},
+        {"operator.iadd", binary("Add")},
+        {"torch.sub", binary("Sub")},
+        {"operator.sub", binary("Sub")},
+        {"torch.mul", binary("Mul")},
+        {"operator.mul", binary("Mul")},
+        {"operator.imul", binary("Mul")},
+        {"torch.div", binary("Div")},
+        {"operator.truediv", binary("Div")},
+        {"torch.matmul", binary("MatMul")},
+        {"torch.bmm", binary("MatMul")},
+        {"operator.matmul", binary("MatMul")},
+        {"torch.cat", concat},
+        {"torch.concat", concat},
+        {"torch.flatten", flatten},
+        {"torch.reshape", reshape},
+        {"torch.mean", mean},
+        {"torch.transpose", transpose},
+        {"torch.permute", permute},
+        {"torch.softmax", softmax_rule},
+        {"torch.nn.functional.softmax", softmax_rule},
+        {"operator.getitem", getitem},
+        {ir::op::kTorchRelu, unary_rule("Relu")},
+        {ir::op::kFunctionalRelu, unary_rule("Relu")},
+        {"torch.relu_", unary_rule("Relu")},
+        {"torch.nn.functional.relu6", relu6},
+        {"torch.nn.functional.hardtanh", hardtanh},
+        {"torch.sigmoid", unary_rule("Sigmoid")},
+        {"torch.nn.functional.sigmoid", unary_rule("Sigmoid")},
+        {"torch.tanh", unary_rule("Tanh")},
+        {"torch.nn.functional.tanh", unary_rule("Tanh")},
+        {"torch.nn.functional.hardswish", hardswish_rule},
+        {"torch.nn.functional.hardsigmoid", hardsigmoid_rule},
+        {"torch.nn.functional.dropout", pass_through},
+        {"torch.nn.functional.max_pool1d", max_pool},
+        {"torch.nn.functional.max_pool2d", max_pool},
+        {"torch.nn.functional.max_pool3d", max_pool},
+        {"torch.max_pool1d", max_pool},
+        {"torch.max_pool2d", max_pool},
+        {"torch.max_pool3d", max_pool},
+        {"torch.nn.functional.avg_pool1d", avg_pool},
+        {"torch.nn.functional.avg_pool2d", avg_pool},
+        {"torch.nn.functional.avg_pool3d", avg_pool},
+        {"torch.nn.functional.adaptive_avg_pool1d",
+         [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
+        {"torch.nn.functional.adaptive_avg_pool2d",
+         [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
+        {"torch.nn.functional.adaptive_avg_pool3d",
+         [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
+    };
+    rules.insert(functional_rules().begin(), functional_rules().end());
+    return rules;
+  }();
   return kRules;
 }
 
 const std::map<std::string, Rule>& method_rules() {
-  static const std::map<std::string, Rule> kRules = {
-      {ir::op::kDequantize, dequantize},
-      {ir::op::kTo, to},
-      {"add", binary("Add")},
-      {"add_", binary("Add")},
-      {"sub", binary("Sub")},
-      {"mul", binary("Mul")},
-      {"mul_", binary("Mul")},
-      {"div", binary("Div")},
-      {"matmul", binary("MatMul")},
-      {"flatten", flatten},
-      {"view", reshape},
-      {"reshape", reshape},
-      {"size", size},
-      {"mean", mean},
-      {"transpose", transpose},
-      {"permute", permute},
-      {"softmax", softmax_rule},
-      {"relu", unary_rule("Relu")},
-      {"relu_", unary_rule("Relu")},
-      {"sigmoid", unary_rule("Sigmoid")},
-      {"tanh", unary_rule("Tanh")},
-      {"contiguous", pass_through},
-      {"detach", pass_through},
-      {"clone", pass_through},
-  };
+  static const std::map<std::string, Rule> kRules = [] {
+    std::map<std::string, Rule> rules = {
+        {ir::op::kDequantize, dequantize},
+        {ir::op::kTo, to},
+        {"add", binary("Add")},
+        {"add_", binary("Add")},
+        {"sub", binary("Sub")},
+        {"mul", binary("Mul")},
+        {"mul_", binary("Mul")},
+        {"div", binary("Div")},
+        {"matmul", binary("MatMul")},
+        {"flatten", flatten},
+        {"view", reshape},
+        {"reshape", reshape},
+        {"size", size},
+        {"mean", mean},
+        {"transpose", transpose},
+        {"permute", permute},
+        {"softmax", softmax_rule},
+        {"relu", unary_rule("Relu")},
+        {"relu_", unary_rule("Relu")},
+        {"sigmoid", unary_rule("Sigmoid")},
+        {"tanh", unary_rule("Tanh")},
+        {"contiguous", pass_through},
+        {"detach", pass_through},
+        {"clone", pass_through},
+    };
+    rules.insert(functional_method_rules().begin(), functional_method_rules().end());
+    return rules;
+  }();
   return kRules;
 }
 

@@ -16,6 +16,7 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/instancenorm.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/pooling.h>
@@ -29,6 +30,9 @@ template <size_t D>
 std::vector<int64_t> vec(const std::array<int64_t, D>& a) {
   return {a.begin(), a.end()};
 }
+
+/// An affine parameter the module has (LibTorch leaves an empty one without affine).
+bool present(const at::Tensor& t) { return t.defined() && t.numel() > 0; }
 
 template <typename Impl>
 const Impl& as(const torch::nn::Module& m) {
@@ -92,8 +96,8 @@ template <typename Impl>
 Value batch_norm(const Context& c, const torch::nn::Module& m) {
   const auto& bn = as<Impl>(m);
   int64_t n = bn.options.num_features();
-  at::Tensor weight = bn.weight.defined() ? bn.weight : at::ones({n});
-  at::Tensor bias = bn.bias.defined() ? bn.bias : at::zeros({n});
+  at::Tensor weight = present(bn.weight) ? bn.weight : at::ones({n});
+  at::Tensor bias = present(bn.bias) ? bn.bias : at::zeros({n});
   if (!bn.running_mean.defined()) c.fail("BatchNorm without running statistics has no eval-mode ONNX form");
   std::string hint = c.hint();
   return Value::tensor(
@@ -146,29 +150,34 @@ Value adaptive_pool(const Context& c, const torch::nn::Module& m) {
   return adaptive_avg_pool(c, out);
 }
 
-/// LayerNormalization (opset 17), else its mean/variance decomposition.
-Value layer_norm(const Context& c, const torch::nn::Module& m) {
+Value layer_norm_module(const Context& c, const torch::nn::Module& m) {
   const auto& ln = as<torch::nn::LayerNormImpl>(m);
-  const auto& shape = ln.options.normalized_shape();
-  int64_t axis = -static_cast<int64_t>(shape.size());
-  std::string hint = c.hint(), x = c.tensor(c.arg(0));
-  auto eps = static_cast<float>(ln.options.eps());
-  at::Tensor weight = ln.weight.defined() ? ln.weight : at::ones(shape);
-  at::Tensor bias = ln.bias.defined() ? ln.bias : at::zeros(shape);
-  std::string w = c.constant(hint + "_weight", weight), b = c.constant(hint + "_bias", bias);
-  if (c.g().opset() >= 17) {
-    return Value::tensor(c.g().op("LayerNormalization", {x, w, b}, hint, {{"axis", axis}, {"epsilon", eps}}));
-  }
-  std::vector<int64_t> axes;
-  for (int64_t a = axis; a < 0; ++a) axes.push_back(a);
-  std::vector<Attr> reduce = {{"axes", axes}, {"keepdims", int64_t{1}}};
-  std::string centered = c.g().op("Sub", {x, c.g().op("ReduceMean", {x}, hint + "_mean", reduce)}, hint + "_centered");
-  std::string var =
-      c.g().op("ReduceMean", {c.g().op("Mul", {centered, centered}, hint + "_square")}, hint + "_var", reduce);
-  std::string eps_name = c.g().initializer(hint + "_eps", at::scalar_tensor(eps, at::kFloat));
-  std::string std_dev = c.g().op("Sqrt", {c.g().op("Add", {var, eps_name}, hint + "_var_eps")}, hint + "_std");
-  std::string normed = c.g().op("Div", {centered, std_dev}, hint + "_normed");
-  return Value::tensor(c.g().op("Add", {c.g().op("Mul", {normed, w}, hint + "_scaled"), b}, hint));
+  return layer_norm(c, c.tensor(c.arg(0)), ln.options.normalized_shape(), ln.weight, ln.bias, ln.options.eps());
+}
+
+/// InstanceNormalization (no running statistics: per-sample mean and variance).
+template <typename Impl>
+Value instance_norm(const Context& c, const torch::nn::Module& m) {
+  const auto& in = as<Impl>(m);
+  if (in.options.track_running_stats()) c.fail("InstanceNorm with running statistics has no ONNX form here");
+  int64_t n = c.shape_of(c.node().args()[0].to_node()).at(1);  // an imported module without affine says 0
+  at::Tensor weight = present(in.weight) ? in.weight : at::ones({n});
+  at::Tensor bias = present(in.bias) ? in.bias : at::zeros({n});
+  return Value::tensor(
+      c.g().op("InstanceNormalization",
+               {c.tensor(c.arg(0)), c.constant(c.hint() + "_weight", weight), c.constant(c.hint() + "_bias", bias)},
+               c.hint(), {{"epsilon", static_cast<float>(in.options.eps())}}));
+}
+
+/// PRelu with the slope broadcast over the channel dim (dim 1).
+Value prelu(const Context& c, const torch::nn::Module& m) {
+  at::Tensor slope = as<torch::nn::PReLUImpl>(m).weight;
+  int64_t rank = c.rank_of_arg(0);
+  std::vector<int64_t> shape = {slope.numel()};
+  for (int64_t i = 2; i < rank; ++i) shape.push_back(1);
+  if (slope.numel() == 1) shape = {1};
+  return Value::tensor(
+      c.g().op("PRelu", {c.tensor(c.arg(0)), c.constant(c.hint() + "_slope", slope.reshape(shape))}, c.hint()));
 }
 
 Value gelu(const Context& c, const torch::nn::Module& m) {
@@ -204,7 +213,11 @@ const std::map<std::string, ModuleRule>& float_rules() {
       {"torch.nn.BatchNorm1d", batch_norm<BatchNorm1dImpl>},
       {"torch.nn.BatchNorm2d", batch_norm<BatchNorm2dImpl>},
       {"torch.nn.BatchNorm3d", batch_norm<BatchNorm3dImpl>},
-      {"torch.nn.LayerNorm", layer_norm},
+      {"torch.nn.LayerNorm", layer_norm_module},
+      {"torch.nn.InstanceNorm1d", instance_norm<InstanceNorm1dImpl>},
+      {"torch.nn.InstanceNorm2d", instance_norm<InstanceNorm2dImpl>},
+      {"torch.nn.InstanceNorm3d", instance_norm<InstanceNorm3dImpl>},
+      {"torch.nn.PReLU", prelu},
       {"torch.nn.ReLU", unary_module("Relu")},
       {"torch.nn.ReLU6",
        [](const Context& c, const torch::nn::Module&) { return Value::tensor(clip(c, c.tensor(c.arg(0)), 0, 6)); }},

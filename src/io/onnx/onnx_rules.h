@@ -82,6 +82,10 @@ class Context {
 
 using Rule = std::function<Value(const Context&)>;
 
+/// A quantized constant (a weight quantized in the graph) as an op input:
+/// its integers, dequantized when `dequantized`.
+std::string quantized_constant_input(const Context& c, const at::Tensor& q, bool dequantized);
+
 /// Rules by call_function target (`torch.add`, `operator.add`, `torch.nn.functional.relu`, ...).
 const std::map<std::string, Rule>& function_rules();
 /// Rules by call_method name (`dequantize`, `view`, `size`, ...).
@@ -114,6 +118,14 @@ Value unary(const Context& c, const std::string& op_type, const std::vector<Attr
 std::string clip(const Context& c, const std::string& x, double min, double max);
 std::string hardswish(const Context& c, const std::string& x);
 std::string hardsigmoid(const Context& c, const std::string& x);
+/// torch.nn.functional's weighted and normalizing ops, clamp and the shape
+/// ops that make lists or change ranks: by call_function target and method name.
+const std::map<std::string, Rule>& functional_rules();
+const std::map<std::string, Rule>& functional_method_rules();
+/// LayerNorm over the last `shape.size()` dims of `x` (weight and bias may be
+/// undefined): LayerNormalization from opset 17, else its mean/variance ops.
+Value layer_norm(const Context& c, const std::string& x, const std::vector<int64_t>& shape, at::Tensor weight,
+                 at::Tensor bias, double eps);
 /// Softmax of argument 0 over `dim`.
 Value softmax(const Context& c, int64_t dim);
 /// adaptive_avg_poolNd of argument 0: GlobalAveragePool for output size 1,
