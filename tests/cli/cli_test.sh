@@ -554,7 +554,7 @@ expect_error 1 "ONNX output needs an example input: pass --input-shape" -- expor
 expect_error 1 "--input-shape '1,x': expected positive sizes" -- export "$demo_model" -o "$work/f.onnx" --input-shape 1,x
 expect_error 1 "--format 'tflite': expected torchscript or onnx" -- quantize "$demo_model" -o "$work/f.bin" --format tflite \
   "${fm_calib[@]}"
-expect_error 2 "--opset: Value 18 not in range \[13 - 17\]" -- export "$demo_model" -o "$work/f.onnx" --opset 18
+expect_error 2 "--opset: Value 18 not in range 13 to 17" -- export "$demo_model" -o "$work/f.onnx" --opset 18
 [ ! -e "$work/f.onnx" ] && [ ! -e "$work/f.bin" ] || fail "an ONNX error left a file"
 
 finish CLI
