@@ -4,6 +4,11 @@ quantized by qfx (static, onednn's default mapping, and --dynamic), run in
 Python from the exported file, and compared with the float model (SQNR); and
 the same models through PyTorch 1.13's own prepare_fx/convert_fx.
 
+The static quantization is also written as ONNX QDQ (`qfx quantize -o
+X.onnx`) and run in ONNX Runtime (tools/ort/qfx_ort.js, optimizations on):
+its SQNR against the float model, and its largest difference from qfx's
+TorchScript int8 output.
+
 Usage: run.py QFX WORKDIR [MODEL ...]   (prints docs/coverage.md's table)
 
 Weights are random (no downloads); calibration is 4 random batches, the SQNR
@@ -169,6 +174,31 @@ def qfx_quantize(qfx, model_file, calib_file, out_file, extra):
     return torch.jit.load(str(out_file)), "", time.time() - started
 
 
+ORT_SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "ort" / "qfx_ort.js"
+
+
+def onnx_runtime_cell(qfx, model_file, calib_file, work, stem, x, expected, int8_output, extra):
+    """The static int8 model as ONNX QDQ, run by ONNX Runtime: SQNR against float, and against qfx's TorchScript."""
+    onnx_file, x_file, out_file = work / f"{stem}.onnx", work / f"{stem}.x.bin", work / f"{stem}.ort.bin"
+    run = subprocess.run([qfx, "quantize", str(model_file), "-o", str(onnx_file), "--calib", str(calib_file), "-q",
+                          *extra], capture_output=True, text=True)
+    if run.returncode != 0:
+        return "fails: " + run.stderr.strip().splitlines()[-1][:110]
+    if x.dtype != torch.float32:
+        return "exported; not run (integer input)"
+    x.contiguous().numpy().tofile(x_file)
+    shape = ",".join(str(d) for d in x.shape)
+    ort = subprocess.run(["node", str(ORT_SCRIPT), "run", str(onnx_file), str(out_file), f"{x_file}:{shape}"],
+                         capture_output=True, text=True)
+    if ort.returncode != 0:
+        return "ONNX Runtime fails: " + ort.stderr.strip().splitlines()[-1][:100]
+    out = torch.from_file(str(out_file), size=expected.numel(), dtype=torch.float32).reshape(expected.shape)
+    cell = fmt(sqnr(expected, out))
+    if int8_output is not None:
+        cell += f", max \\|ORT − qfx .pt\\| {(out - int8_output).abs().max():.3g}"
+    return cell
+
+
 def pytorch_fx(model, calib, x, mapping, custom=None):
     from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
     custom = custom or {}
@@ -209,6 +239,7 @@ def measure(name, qfx, work):
         with torch.no_grad():
             outputs[mode] = quantized(x)
         row[mode] = f"{fmt(sqnr(expected, outputs[mode]))} ({seconds:.1f} s)"
+    row["onnx"] = onnx_runtime_cell(qfx, model_file, calib_file, work, stem, x, expected, outputs.get("static"), static)
     mappings = {"static": get_default_qconfig_mapping("onednn"),
                  "dynamic": QConfigMapping().set_global(default_dynamic_qconfig)}
     if name in FLOAT_MEAN:
@@ -228,16 +259,17 @@ def main():
     qfx, work = sys.argv[1], Path(sys.argv[2])
     work.mkdir(parents=True, exist_ok=True)
     names = sys.argv[3:] or list(MODELS)
-    print("| model | qfx static (onednn) | qfx --dynamic | PyTorch 1.13 FX static | PyTorch 1.13 FX dynamic |")
-    print("|---|---|---|---|---|")
+    print("| model | qfx static (onednn) | qfx --dynamic | qfx static as ONNX QDQ in ONNX Runtime | "
+          "PyTorch 1.13 FX static | PyTorch 1.13 FX dynamic |")
+    print("|---|---|---|---|---|---|")
     for name in names:
         try:
             row = measure(name, qfx, work)
         except Exception:  # noqa: BLE001
             traceback.print_exc()
-            row = {"model": name, "static": "script error", "dynamic": "", "pytorch_fx_static": "",
+            row = {"model": name, "static": "script error", "dynamic": "", "onnx": "", "pytorch_fx_static": "",
                    "pytorch_fx_dynamic": ""}
-        cells = [row[k] for k in ("model", "static", "dynamic", "pytorch_fx_static", "pytorch_fx_dynamic")]
+        cells = [row[k] for k in ("model", "static", "dynamic", "onnx", "pytorch_fx_static", "pytorch_fx_dynamic")]
         print("| " + " | ".join(cells) + " |", flush=True)
 
 

@@ -1,5 +1,7 @@
 // TorchScript export of float modules: trainable submodules that import back.
 
+#include "support/fixtures.h"
+
 #include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
@@ -15,22 +17,9 @@
 namespace qfx {
 namespace {
 
-std::unique_ptr<ir::GraphModule> conv_bn_linear() {
-  auto gm = std::make_unique<ir::GraphModule>();
-  gm->add_submodule("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 3, 3).padding(1)).ptr());
-  gm->add_submodule("bn", torch::nn::BatchNorm2d(3).ptr());
-  gm->add_submodule("fc", torch::nn::Linear(3 * 4 * 4, 5).ptr());
-  ir::Graph& g = gm->graph();
-  ir::Node* x = g.call_module("bn", {g.call_module("conv", {g.placeholder("x")})});
-  x = g.call_function("torch.relu", {x});
-  g.output(g.call_module("fc", {g.call_function("torch.flatten", {x, int64_t{1}})}));
-  gm->root().eval();
-  return gm;
-}
-
 TEST(Export, FloatModulesWithParametersAreTrainableSubmodules) {
   torch::manual_seed(0);
-  auto gm = conv_bn_linear();
+  auto gm = test::conv_bn_linear();
   std::string path = (std::filesystem::temp_directory_path() / "qfx_export_float.pt").string();
   io::export_torchscript(*gm, path);
   torch::jit::Module script = torch::jit::load(path);

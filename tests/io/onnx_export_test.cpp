@@ -2,6 +2,8 @@
 // axes, declared shapes), and the errors. Running the models in ONNX Runtime
 // is tests/onnx/check_onnx_runtime.js's job.
 
+#include "support/fixtures.h"
+
 #include "qfx/io/onnx_export.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/quant/qconfig_mapping.h"
@@ -9,28 +11,12 @@
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
-#include <torch/nn/modules/batchnorm.h>
-#include <torch/nn/modules/conv.h>
-#include <torch/nn/modules/linear.h>
 
 #include <filesystem>
 #include <fstream>
 
 namespace qfx {
 namespace {
-
-std::unique_ptr<ir::GraphModule> conv_bn_linear() {
-  auto gm = std::make_unique<ir::GraphModule>();
-  gm->add_submodule("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 3, 3).padding(1)).ptr());
-  gm->add_submodule("bn", torch::nn::BatchNorm2d(3).ptr());
-  gm->add_submodule("fc", torch::nn::Linear(3 * 4 * 4, 5).ptr());
-  ir::Graph& g = gm->graph();
-  ir::Node* x = g.call_module("bn", {g.call_module("conv", {g.placeholder("x")})});
-  x = g.call_function("torch.relu", {x});
-  g.output(g.call_module("fc", {g.call_function("torch.flatten", {x, int64_t{1}})}));
-  gm->root().eval();
-  return gm;
-}
 
 onnx::ModelProto exported(const ir::GraphModule& gm, const at::Tensor& x, int64_t opset = 13) {
   io::OnnxExportOptions options;
@@ -53,18 +39,9 @@ const onnx::TensorProto& initializer(const onnx::ModelProto& model, const std::s
   throw std::runtime_error("no initializer " + name);
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "";
-}
-
 TEST(OnnxExport, FloatModelIsItsOnnxOps) {
   torch::manual_seed(0);
-  auto gm = conv_bn_linear();
+  auto gm = test::conv_bn_linear();
   onnx::ModelProto model = exported(*gm, torch::randn({2, 2, 4, 4}));
   EXPECT_EQ(op_types(model),
             (std::vector<std::string>{"Conv", "BatchNormalization", "Relu", "Flatten", "Gemm", "Identity"}));
@@ -81,7 +58,7 @@ TEST(OnnxExport, FloatModelIsItsOnnxOps) {
 
 TEST(OnnxExport, ReferenceModelHasInt8WeightsAndInt32Biases) {
   torch::manual_seed(0);
-  auto gm = conv_bn_linear();
+  auto gm = test::conv_bn_linear();
   prepare_fx(*gm, quant::get_default_qconfig_mapping("onednn"));
   ir::Interpreter(*gm).run({torch::randn({4, 2, 4, 4})});
   convert_to_reference_fx(*gm);
@@ -120,14 +97,14 @@ TEST(OnnxExport, OpWithoutOnnxFormIsAnErrorNamingTheNodeAndNothingIsWritten) {
   g.output(g.call_function("operator.mod", {x, int64_t{3}}));
   std::string path = (std::filesystem::temp_directory_path() / "qfx_onnx_error.onnx").string();
   std::filesystem::remove(path);
-  std::string error = error_of([&] { io::export_onnx(*gm, {torch::ones({2})}, path); });
+  std::string error = test::error_of([&] { io::export_onnx(*gm, {torch::ones({2})}, path); });
   EXPECT_EQ(error, "ONNX export: node %mod (call_function operator.mod): no ONNX form for this op");
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST(OnnxExport, OpsetsOutsideTheCheckersAreRefused) {
-  auto gm = conv_bn_linear();
-  EXPECT_NE(error_of([&] {
+  auto gm = test::conv_bn_linear();
+  EXPECT_NE(test::error_of([&] {
               exported(*gm, torch::randn({1, 2, 4, 4}), 18);
             }).find("opset 18 is not supported"),
             std::string::npos);

@@ -74,8 +74,13 @@ bool shares_storage(const torch::nn::Module& a, const torch::nn::Module& b) {
 
 }  // namespace qfx::test
 
+#include "qfx/ir/graph_module.h"
+
 #include <ATen/Context.h>
 #include <c10/util/Exception.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
 
 namespace qfx::test {
 
@@ -86,6 +91,19 @@ std::string error_of(const std::function<void()>& fn) {
     return e.what_without_backtrace();
   }
   return "";
+}
+
+std::unique_ptr<ir::GraphModule> conv_bn_linear() {
+  auto gm = std::make_unique<ir::GraphModule>();
+  gm->add_submodule("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 3, 3).padding(1)).ptr());
+  gm->add_submodule("bn", torch::nn::BatchNorm2d(3).ptr());
+  gm->add_submodule("fc", torch::nn::Linear(3 * 4 * 4, 5).ptr());
+  ir::Graph& g = gm->graph();
+  ir::Node* x = g.call_module("bn", {g.call_module("conv", {g.placeholder("x")})});
+  x = g.call_function("torch.relu", {x});
+  g.output(g.call_module("fc", {g.call_function("torch.flatten", {x, int64_t{1}})}));
+  gm->root().eval();
+  return gm;
 }
 
 double from_hex(const std::string& text) { return std::strtod(text.c_str(), nullptr); }

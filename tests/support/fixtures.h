@@ -52,6 +52,11 @@ std::string first_difference(const std::vector<std::string>& a, const std::vecto
 
 std::string error_of(const std::function<void()>& fn);
 
+/// A float model of conv (2 -> 3 channels, 3x3, padding 1), batch norm,
+/// torch.relu, flatten and linear (48 -> 5), in eval mode, for inputs of
+/// shape (N, 2, 4, 4).
+std::unique_ptr<ir::GraphModule> conv_bn_linear();
+
 /// A double from Python's float.hex() (also "inf", "-inf", "nan").
 double from_hex(const std::string& text);
 

@@ -121,6 +121,47 @@ Value functional_layer_norm(const Context& c) {
                     optional_tensor(c, c.arg(3, "bias")), eps.kind == Kind::kNone ? 1e-5 : c.double_of(eps));
 }
 
+/// F.interpolate(input, size, scale_factor, mode, align_corners): Resize to
+/// the example run's output sizes (the leading two dims from the input's shape).
+Value interpolate(const Context& c) {
+  const Value& mode_arg = c.arg(3, "mode");
+  std::string mode = mode_arg.kind == Kind::kNone ? "nearest" : mode_arg.constant.toStringRef();
+  const Value& corners = c.arg(4, "align_corners");
+  bool align_corners = corners.kind != Kind::kNone && c.int_of(corners) != 0;
+  std::vector<Attr> attrs;
+  if (mode == "nearest") {
+    attrs = {{"mode", std::string("nearest")},
+             {"coordinate_transformation_mode", std::string("asymmetric")},
+             {"nearest_mode", std::string("floor")}};
+  } else if (mode == "bilinear" || mode == "linear" || mode == "trilinear") {
+    attrs = {{"mode", std::string("linear")},
+             {"coordinate_transformation_mode", std::string(align_corners ? "align_corners" : "pytorch_half_pixel")}};
+  } else {
+    c.fail("interpolate mode '" + mode + "' has no ONNX form here");
+  }
+  std::string hint = c.hint(), x = c.tensor(c.arg(0));
+  const std::vector<int64_t>& out = c.shape();
+  std::string leading = c.g().op(
+      "Slice",
+      {c.g().op("Shape", {x}, hint + "_shape"), c.g().ints(hint + "_starts", {0}), c.g().ints(hint + "_ends", {2})},
+      hint + "_leading");
+  std::string sizes = c.g().op("Concat", {leading, c.g().ints(hint + "_spatial", {out.begin() + 2, out.end()})},
+                               hint + "_sizes", {{"axis", int64_t{0}}});
+  return Value::tensor(c.g().op("Resize", {x, "", "", sizes}, hint, attrs));
+}
+
+/// x.repeat(*sizes): Tile.
+Value repeat(const Context& c) {
+  std::vector<int64_t> repeats;
+  if (c.num_args() == 2) {
+    repeats = c.ints_of(c.arg(1));
+  } else {
+    for (size_t i = 1; i < c.num_args(); ++i) repeats.push_back(c.int_of(c.arg(i)));
+  }
+  if (static_cast<int64_t>(repeats.size()) != c.rank_of_arg(0)) c.fail("repeat that adds dims has no ONNX form here");
+  return Value::tensor(c.g().op("Tile", {c.tensor(c.arg(0)), c.g().ints(c.hint() + "_repeats", repeats)}, c.hint()));
+}
+
 }  // namespace
 
 Value layer_norm(const Context& c, const std::string& x, const std::vector<int64_t>& shape, at::Tensor weight,
@@ -162,6 +203,7 @@ const std::map<std::string, Rule>& functional_rules() {
       {"torch.unsqueeze", unsqueeze},
       {"torch.squeeze", squeeze},
       {"torch.chunk", chunk},
+      {"torch.nn.functional.interpolate", interpolate},
   };
   return kRules;
 }
@@ -172,6 +214,7 @@ const std::map<std::string, Rule>& functional_method_rules() {
       {"unsqueeze", unsqueeze},
       {"squeeze", squeeze},
       {"chunk", chunk},
+      {"repeat", repeat},
   };
   return kRules;
 }

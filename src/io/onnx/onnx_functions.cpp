@@ -7,6 +7,9 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+#include <optional>
+
 namespace qfx::io::onnx_export {
 namespace {
 
@@ -48,6 +51,7 @@ Value quantize(const Context& c, bool per_channel) {
                        : at::quantize_per_tensor(w, scale.item<double>(), zero_point.item<int64_t>(), dtype);
     return quantized_constant(q);
   }
+  if (x.kind == Kind::kQuantized) return x;  // clip() kept it in integers, with these qparams
   QParams q = c.g().qparams(c.hint(), scale, zero_point, dtype, axis);
   return Value::quantized(c.g().quantize(c.tensor(x), q, c.hint()), q);
 }
@@ -249,12 +253,11 @@ Value permute(const Context& c) {
   return unary(c, "Transpose", {{"perm", perm}});
 }
 
-Value relu6(const Context& c) { return Value::tensor(clip(c, c.tensor(c.arg(0)), 0, 6)); }
+Value relu6(const Context& c) { return clip(c, 0, 6); }
 Value hardtanh(const Context& c) {
   const Value& lo = c.arg(1, "min_val");
   const Value& hi = c.arg(2, "max_val");
-  return Value::tensor(clip(c, c.tensor(c.arg(0)), lo.kind == Kind::kNone ? -1.0 : c.double_of(lo),
-                            hi.kind == Kind::kNone ? 1.0 : c.double_of(hi)));
+  return clip(c, lo.kind == Kind::kNone ? -1.0 : c.double_of(lo), hi.kind == Kind::kNone ? 1.0 : c.double_of(hi));
 }
 Value hardswish_rule(const Context& c) { return Value::tensor(hardswish(c, c.tensor(c.arg(0)))); }
 Value hardsigmoid_rule(const Context& c) { return Value::tensor(hardsigmoid(c, c.tensor(c.arg(0)))); }
@@ -265,12 +268,6 @@ std::vector<int64_t> pool_ints(const Context& c, const Value& v, size_t n, int64
   if (out.size() == 1 && n > 1) out.assign(n, out[0]);
   if (out.empty()) return std::vector<int64_t>(n, fallback);
   return out;
-}
-
-std::vector<int64_t> both_sides(std::vector<int64_t> pads) {
-  size_t n = pads.size();
-  for (size_t i = 0; i < n; ++i) pads.push_back(pads[i]);
-  return pads;
 }
 
 /// F.max_poolNd(x, kernel_size, stride, padding, dilation, ceil_mode).
@@ -307,6 +304,12 @@ Value avg_pool(const Context& c) {
 
 }  // namespace
 
+std::vector<int64_t> both_sides(std::vector<int64_t> pads) {
+  size_t n = pads.size();
+  for (size_t i = 0; i < n; ++i) pads.push_back(pads[i]);
+  return pads;
+}
+
 Value unary(const Context& c, const std::string& op_type, const std::vector<Attr>& attrs) {
   return Value::tensor(c.g().op(op_type, {c.tensor(c.arg(0))}, c.hint(), attrs));
 }
@@ -329,10 +332,53 @@ Value softmax(const Context& c, int64_t dim) {
   return Value::tensor(c.g().op("Div", {e, sum}, hint));
 }
 
-std::string clip(const Context& c, const std::string& x, double min, double max) {
+namespace {
+
+/// The qparams node `user` quantizes with, when it is a quantize_per_tensor of
+/// constants (get_attr scale and zero point).
+std::optional<std::pair<double, int64_t>> requantized_with(const Context& c, const ir::Node& user) {
+  if (user.op() != ir::Opcode::kCallFunction || user.target() != ir::op::kQuantizePerTensor) return std::nullopt;
+  if (user.args().size() < 3 || !user.args()[1].is_node() || !user.args()[2].is_node()) return std::nullopt;
+  const ir::Node* scale = user.args()[1].to_node();
+  const ir::Node* zero_point = user.args()[2].to_node();
+  if (scale->op() != ir::Opcode::kGetAttr || zero_point->op() != ir::Opcode::kGetAttr) return std::nullopt;
+  return std::make_pair(c.gm().get_attr(scale->target()).toTensor().item<double>(),
+                        c.gm().get_attr(zero_point->target()).toTensor().item<int64_t>());
+}
+
+/// ATen's quantize of `value` with `scale` and `zero_point`, clamped to `q`'s integer range.
+int64_t quantized_bound(double value, const QParams& q, double scale, int64_t zero_point) {
+  bool is_unsigned = q.zero_point_value.scalar_type() == at::kByte;
+  int64_t lo = is_unsigned ? 0 : -128, hi = is_unsigned ? 255 : 127;
+  if (std::isinf(value)) return value < 0 ? lo : hi;
+  float inv_scale = 1.0f / static_cast<float>(scale);
+  auto v = static_cast<int64_t>(std::nearbyint(static_cast<float>(value) * inv_scale)) + zero_point;
+  return std::min(hi, std::max(lo, v));
+}
+
+}  // namespace
+
+Value clip(const Context& c, double min, double max) {
+  const Value& x = c.arg(0);
+  const auto& users = c.node().users();
+  if (x.kind == Kind::kDequantized && x.qparams.axis < 0 && x.qparams.scale_value.defined() && users.size() == 1) {
+    auto next = requantized_with(c, *users[0]);
+    double scale = x.qparams.scale_value.item<double>();
+    int64_t zero_point = x.qparams.zero_point_value.item<int64_t>();
+    if (next && static_cast<float>(next->first) == static_cast<float>(scale) && next->second == zero_point) {
+      at::Tensor bounds[2];
+      for (int i = 0; i < 2; ++i) {
+        bounds[i] = at::scalar_tensor(quantized_bound(i == 0 ? min : max, x.qparams, scale, zero_point),
+                                      x.qparams.zero_point_value.scalar_type());
+      }
+      std::string lo = c.g().initializer(c.hint() + "_min", bounds[0]);
+      std::string hi = c.g().initializer(c.hint() + "_max", bounds[1]);
+      return Value::quantized(c.g().op("Clip", {x.name, lo, hi}, c.hint()), x.qparams);
+    }
+  }
   std::string lo = c.g().initializer(c.hint() + "_min", at::scalar_tensor(min, at::kFloat));
   std::string hi = c.g().initializer(c.hint() + "_max", at::scalar_tensor(max, at::kFloat));
-  return c.g().op("Clip", {x, lo, hi}, c.hint());
+  return Value::tensor(c.g().op("Clip", {c.tensor(x), lo, hi}, c.hint()));
 }
 
 std::string hardsigmoid(const Context& c, const std::string& x) {

@@ -116,6 +116,7 @@ QParams GraphBuilder::qparams(const std::string& hint, const at::Tensor& scale, 
   }
   QParams q;
   q.scale_value = s;
+  q.zero_point_value = z;
   q.scale = initializer(hint + "_scale", s);
   q.zero_point = initializer(hint + "_zero_point", z);
   q.axis = per_channel ? axis : -1;

@@ -19,6 +19,7 @@ namespace qfx::io::onnx_export {
 struct QParams {
   std::string scale, zero_point;  ///< ONNX names (0-d per tensor, 1-d per channel)
   at::Tensor scale_value;         ///< float; 0-d or 1-d
+  at::Tensor zero_point_value;    ///< as stored (uint8, int8 or int32)
   int64_t axis = -1;              ///< per-channel axis; -1 per tensor
 };
 

@@ -110,13 +110,10 @@ Value batch_norm(const Context& c, const torch::nn::Module& m) {
 template <typename Impl>
 Value max_pool(const Context& c, const torch::nn::Module& m) {
   const auto& o = as<Impl>(m).options;
-  std::vector<int64_t> pads = vec(*o.padding());
-  std::vector<int64_t> begin = pads;
-  pads.insert(pads.end(), begin.begin(), begin.end());
   return unary(c, "MaxPool",
                {{"kernel_shape", vec(*o.kernel_size())},
                 {"strides", vec(*o.stride())},
-                {"pads", pads},
+                {"pads", both_sides(vec(*o.padding()))},
                 {"dilations", vec(*o.dilation())},
                 {"ceil_mode", int64_t{o.ceil_mode()}}});
 }
@@ -124,13 +121,10 @@ Value max_pool(const Context& c, const torch::nn::Module& m) {
 template <typename Impl>
 Value avg_pool(const Context& c, const torch::nn::Module& m) {
   const auto& o = as<Impl>(m).options;
-  std::vector<int64_t> pads = vec(*o.padding());
-  std::vector<int64_t> begin = pads;
-  pads.insert(pads.end(), begin.begin(), begin.end());
   return unary(c, "AveragePool",
                {{"kernel_shape", vec(*o.kernel_size())},
                 {"strides", vec(*o.stride())},
-                {"pads", pads},
+                {"pads", both_sides(vec(*o.padding()))},
                 {"ceil_mode", int64_t{o.ceil_mode()}},
                 {"count_include_pad", int64_t{o.count_include_pad()}}});
 }
@@ -219,12 +213,11 @@ const std::map<std::string, ModuleRule>& float_rules() {
       {"torch.nn.InstanceNorm3d", instance_norm<InstanceNorm3dImpl>},
       {"torch.nn.PReLU", prelu},
       {"torch.nn.ReLU", unary_module("Relu")},
-      {"torch.nn.ReLU6",
-       [](const Context& c, const torch::nn::Module&) { return Value::tensor(clip(c, c.tensor(c.arg(0)), 0, 6)); }},
+      {"torch.nn.ReLU6", [](const Context& c, const torch::nn::Module&) { return clip(c, 0, 6); }},
       {"torch.nn.Hardtanh",
        [](const Context& c, const torch::nn::Module& m) {
          const auto& o = as<HardtanhImpl>(m).options;
-         return Value::tensor(clip(c, c.tensor(c.arg(0)), o.min_val(), o.max_val()));
+         return clip(c, o.min_val(), o.max_val());
        }},
       {"torch.nn.Sigmoid", unary_module("Sigmoid")},
       {"torch.nn.Tanh", unary_module("Tanh")},

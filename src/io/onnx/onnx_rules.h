@@ -111,11 +111,19 @@ Value linear(const Context& c, const Value& x, const at::Tensor& weight, const a
 /// `weight[indices]` (Embedding): Gather from the (dequantized) weight.
 Value embedding(const Context& c, const Value& indices, const at::Tensor& weight);
 
+/// ONNX's pads (begins, then ends) for torch's symmetric padding.
+std::vector<int64_t> both_sides(std::vector<int64_t> pads);
+
 /// Element-wise and other shared emitters used by both tables.
 Value unary(const Context& c, const std::string& op_type, const std::vector<Attr>& attrs = {});
 /// `op(x)` on float tensor name `x` for activation module types shared with
 /// functions (hardswish, relu6, ...): returns the output name.
-std::string clip(const Context& c, const std::string& x, double min, double max);
+/// clamp(argument 0, min, max). On a dequantized value whose one user
+/// quantizes it again with the same qparams (ReLU6 and hardtanh share their
+/// input's qparams), a Clip of the integers between the quantized bounds,
+/// the same values without leaving uint8 (ONNX Runtime has no fused kernel
+/// for DequantizeLinear -> Clip -> QuantizeLinear); a float Clip otherwise.
+Value clip(const Context& c, double min, double max);
 std::string hardswish(const Context& c, const std::string& x);
 std::string hardsigmoid(const Context& c, const std::string& x);
 /// torch.nn.functional's weighted and normalizing ops, clamp and the shape
