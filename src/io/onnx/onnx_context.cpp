@@ -23,9 +23,9 @@ void Context::fail(const std::string& what) const {
 std::string Context::constant(const std::string& hint, const at::Tensor& t) const {
   auto key = std::make_tuple(t.data_ptr(), static_cast<int64_t>(t.scalar_type()), t.sizes().vec());
   auto it = state_.constants.find(key);
-  if (it != state_.constants.end()) return it->second;
+  if (it != state_.constants.end()) return it->second.first;
   std::string name = state_.graph.initializer(hint, t);
-  state_.constants.emplace(key, name);
+  state_.constants.emplace(key, std::make_pair(name, t));
   return name;
 }
 

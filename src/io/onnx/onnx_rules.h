@@ -31,8 +31,9 @@ struct ExportState {
   const ir::GraphModule& gm;
   const NodeShapes& shapes;
   /// Initializers made from a LibTorch tensor, by its data, dtype and sizes,
-  /// so a weight used twice is stored once.
-  std::map<std::tuple<const void*, int64_t, std::vector<int64_t>>, std::string> constants;
+  /// so a weight used twice is stored once; each with the tensor, kept alive
+  /// so that its address is not reused by another one during the export.
+  std::map<std::tuple<const void*, int64_t, std::vector<int64_t>>, std::pair<std::string, at::Tensor>> constants;
 };
 
 /// One node being exported: its arguments as Values.
