@@ -30,8 +30,11 @@ std::string Context::constant(const std::string& hint, const at::Tensor& t) cons
 }
 
 std::string Context::tensor(const Value& v) const {
-  if ((v.kind == Value::Kind::kQuantized || v.kind == Value::Kind::kDequantized) && v.name.empty()) {
-    return quantized_constant_input(*this, v.constant.toTensor(), v.kind == Value::Kind::kDequantized);
+  if (v.kind == Value::Kind::kQuantized && v.name.empty()) {  // a weight quantized in the graph: its integers
+    return constant(hint() + "_constant_quantized", v.constant.toTensor().int_repr());
+  }
+  if (v.kind == Value::Kind::kDequantized && v.name.empty()) {
+    return weight_input(*this, v.constant.toTensor(), false, hint() + "_constant");
   }
   switch (v.kind) {
     case Value::Kind::kTensor:
@@ -46,16 +49,6 @@ std::string Context::tensor(const Value& v) const {
     default: break;
   }
   fail("an argument is not a tensor");
-}
-
-std::string quantized_constant_input(const Context& c, const at::Tensor& q, bool dequantized) {
-  bool per_channel = q.qscheme() == c10::kPerChannelAffine;
-  at::Tensor scale = per_channel ? q.q_per_channel_scales() : at::scalar_tensor(q.q_scale(), at::kDouble);
-  at::Tensor zero_point = per_channel ? q.q_per_channel_zero_points() : at::scalar_tensor(q.q_zero_point(), at::kLong);
-  QParams qparams = c.g().qparams(c.hint() + "_constant", scale, zero_point, q.scalar_type(),
-                                  per_channel ? q.q_per_channel_axis() : -1);
-  std::string ints = c.constant(c.hint() + "_constant_quantized", q.int_repr());
-  return dequantized ? c.g().dequantize(ints, qparams, c.hint() + "_constant_dequantized") : ints;
 }
 
 int64_t Context::int_of(const Value& v) const {

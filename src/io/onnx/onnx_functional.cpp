@@ -210,11 +210,7 @@ const std::map<std::string, Rule>& functional_rules() {
 
 const std::map<std::string, Rule>& functional_method_rules() {
   static const std::map<std::string, Rule> kRules = {
-      {"clamp", clamp},
-      {"unsqueeze", unsqueeze},
-      {"squeeze", squeeze},
-      {"chunk", chunk},
-      {"repeat", repeat},
+      {"clamp", clamp}, {"unsqueeze", unsqueeze}, {"squeeze", squeeze}, {"chunk", chunk}, {"repeat", repeat},
   };
   return kRules;
 }

@@ -149,23 +149,11 @@ Value concat(const Context& c) {
   return Value::tensor(c.g().op("Concat", inputs, c.hint(), {{"axis", axis}}));
 }
 
-/// torch.flatten(x, start_dim, end_dim) as a Reshape that keeps the leading
-/// dims (0 = copy) and the trailing ones of the example run.
-Value flatten(const Context& c) {
-  int64_t rank = c.rank_of_arg(0);
+/// torch.flatten(x, start_dim, end_dim).
+Value flatten_rule(const Context& c) {
   const Value& s = c.arg(1, "start_dim");
   const Value& e = c.arg(2, "end_dim");
-  int64_t start = s.kind == Kind::kNone ? 0 : c.int_of(s);
-  int64_t end = e.kind == Kind::kNone ? -1 : c.int_of(e);
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  std::string x = c.tensor(c.arg(0));
-  if (start == 1 && end == rank - 1) return Value::tensor(c.g().op("Flatten", {x}, c.hint(), {{"axis", int64_t{1}}}));
-  std::vector<int64_t> shape(start, 0);
-  shape.push_back(-1);
-  const std::vector<int64_t>& in = c.shape_of(c.node().args()[0].to_node());
-  shape.insert(shape.end(), in.begin() + end + 1, in.end());
-  return Value::tensor(c.g().op("Reshape", {x, c.g().ints(c.hint() + "_shape", shape)}, c.hint()));
+  return flatten(c, s.kind == Kind::kNone ? 0 : c.int_of(s), e.kind == Kind::kNone ? -1 : c.int_of(e));
 }
 
 /// x.size(dim): Gather from Shape, an int64 scalar; x.size(): the shape.
@@ -310,6 +298,19 @@ std::vector<int64_t> both_sides(std::vector<int64_t> pads) {
   return pads;
 }
 
+Value flatten(const Context& c, int64_t start, int64_t end) {
+  int64_t rank = c.rank_of_arg(0);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  std::string x = c.tensor(c.arg(0));
+  if (start == 1 && end == rank - 1) return Value::tensor(c.g().op("Flatten", {x}, c.hint(), {{"axis", int64_t{1}}}));
+  std::vector<int64_t> shape(start, 0);
+  shape.push_back(-1);
+  const std::vector<int64_t>& in = c.shape_of(c.node().args()[0].to_node());
+  shape.insert(shape.end(), in.begin() + end + 1, in.end());
+  return Value::tensor(c.g().op("Reshape", {x, c.g().ints(c.hint() + "_shape", shape)}, c.hint()));
+}
+
 Value unary(const Context& c, const std::string& op_type, const std::vector<Attr>& attrs) {
   return Value::tensor(c.g().op(op_type, {c.tensor(c.arg(0))}, c.hint(), attrs));
 }
@@ -427,7 +428,7 @@ const std::map<std::string, Rule>& function_rules() {
         {"operator.matmul", binary("MatMul")},
         {"torch.cat", concat},
         {"torch.concat", concat},
-        {"torch.flatten", flatten},
+        {"torch.flatten", flatten_rule},
         {"torch.reshape", reshape},
         {"torch.mean", mean},
         {"torch.transpose", transpose},
@@ -481,7 +482,7 @@ const std::map<std::string, Rule>& method_rules() {
         {"mul_", binary("Mul")},
         {"div", binary("Div")},
         {"matmul", binary("MatMul")},
-        {"flatten", flatten},
+        {"flatten", flatten_rule},
         {"view", reshape},
         {"reshape", reshape},
         {"size", size},

@@ -247,10 +247,7 @@ const std::map<std::string, ModuleRule>& float_rules() {
       {"torch.nn.Flatten",
        [](const Context& c, const torch::nn::Module& m) {
          const auto& o = as<FlattenImpl>(m).options;
-         int64_t rank = c.rank_of_arg(0);
-         int64_t start = (o.start_dim() + rank) % rank, end = (o.end_dim() + rank) % rank;
-         if (start != 1 || end != rank - 1) c.fail("Flatten other than from dim 1 to the last has no ONNX form here");
-         return unary(c, "Flatten", {{"axis", int64_t{1}}});
+         return flatten(c, o.start_dim(), o.end_dim());
        }},
       {"torch.nn.MaxPool1d", max_pool<MaxPool1dImpl>},
       {"torch.nn.MaxPool2d", max_pool<MaxPool2dImpl>},

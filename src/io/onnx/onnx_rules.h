@@ -83,9 +83,10 @@ class Context {
 
 using Rule = std::function<Value(const Context&)>;
 
-/// A quantized constant (a weight quantized in the graph) as an op input:
-/// its integers, dequantized when `dequantized`.
-std::string quantized_constant_input(const Context& c, const at::Tensor& q, bool dequantized);
+/// The ONNX tensor of a weight (transposed 2-d when `transpose`): an
+/// initializer, dequantized (a quantized weight's integers with its qparams)
+/// or cast to float (float16) when it is not float.
+std::string weight_input(const Context& c, const at::Tensor& weight, bool transpose, const std::string& hint);
 
 /// Rules by call_function target (`torch.add`, `operator.add`, `torch.nn.functional.relu`, ...).
 const std::map<std::string, Rule>& function_rules();
@@ -135,6 +136,10 @@ const std::map<std::string, Rule>& functional_method_rules();
 /// undefined): LayerNormalization from opset 17, else its mean/variance ops.
 Value layer_norm(const Context& c, const std::string& x, const std::vector<int64_t>& shape, at::Tensor weight,
                  at::Tensor bias, double eps);
+/// torch.flatten of argument 0 from `start` to `end` (dims of the example
+/// run's rank, either may be negative): Flatten for 1..last, else a Reshape
+/// that keeps the leading dims (0 = copy) and the trailing ones.
+Value flatten(const Context& c, int64_t start, int64_t end);
 /// Softmax of argument 0 over `dim`.
 Value softmax(const Context& c, int64_t dim);
 /// adaptive_avg_poolNd of argument 0: GlobalAveragePool for output size 1,

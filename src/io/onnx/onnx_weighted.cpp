@@ -23,8 +23,8 @@ at::Tensor weight_scale(const at::Tensor& q) {
   return at::scalar_tensor(q.q_scale(), at::kFloat);
 }
 
-/// The ONNX tensor of `weight` (transposed 2-d when `transpose`): an
-/// initializer, dequantized or cast to float when it is not float.
+}  // namespace
+
 std::string weight_input(const Context& c, const at::Tensor& weight, bool transpose, const std::string& hint) {
   if (!weight.is_quantized()) {
     at::Tensor w = transpose ? weight.t().contiguous() : weight;
@@ -45,6 +45,8 @@ std::string weight_input(const Context& c, const at::Tensor& weight, bool transp
   QParams q = c.g().qparams(hint, weight_scale(weight), zero_point, weight.scalar_type(), axis);
   return c.g().dequantize(c.constant(hint + "_quantized", ints), q, hint + "_dequantized");
 }
+
+namespace {
 
 /// The bias input: int32 (scale = input scale x weight scale, zero point 0)
 /// when input and weight are quantized, so ONNX Runtime fuses the op into
