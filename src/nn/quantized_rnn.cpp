@@ -180,6 +180,11 @@ RecurrentShape recurrent_shape(const torch::nn::Module& module) {
   };
   if (auto* lstm = dynamic_cast<const torch::nn::LSTMImpl*>(&module)) return layer_options(lstm->options_base);
   if (auto* gru = dynamic_cast<const torch::nn::GRUImpl*>(&module)) return layer_options(gru->options_base);
+  if (auto* rnn = dynamic_cast<const torch::nn::RNNImpl*>(&module)) {
+    layer_options(rnn->options_base);
+    s.relu = c10::get_if<torch::enumtype::kReLU>(&rnn->options.nonlinearity()) != nullptr;
+    return s;
+  }
   auto cell_options = [&s](const torch::nn::detail::RNNCellOptionsBase& o) {
     s.input_size = o.input_size(), s.hidden_size = o.hidden_size(), s.bias = o.bias();
   };

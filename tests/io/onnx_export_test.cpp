@@ -12,8 +12,10 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace qfx {
 namespace {
@@ -88,6 +90,64 @@ TEST(OnnxExport, ReferenceModelHasInt8WeightsAndInt32Biases) {
     per_channel |= node.attribute(0).name() == "axis" && node.attribute(0).i() == 0;
   }
   EXPECT_TRUE(per_channel) << "per-channel weights dequantize along axis 0";
+}
+
+at::Tensor float_data(const onnx::TensorProto& t) {
+  std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+  at::Tensor out = at::empty(dims, at::kFloat);
+  EXPECT_EQ(t.raw_data().size(), out.numel() * sizeof(float)) << t.name();
+  std::memcpy(out.data_ptr<float>(), t.raw_data().data(), t.raw_data().size());
+  return out;
+}
+
+const onnx::NodeProto& first_node(const onnx::ModelProto& model, const std::string& op_type) {
+  for (const auto& node : model.graph().node()) {
+    if (node.op_type() == op_type) return node;
+  }
+  throw std::runtime_error("no " + op_type + " node");
+}
+
+// PyTorch stacks an LSTM's gates as (input, forget, cell, output), ONNX as
+// (input, output, forget, cell); GRU's (reset, update, new) as (update, reset, hidden).
+TEST(OnnxExport, RecurrentModulesBecomeOnnxOpsPerLayerWithGatesInOnnxOrder) {
+  torch::manual_seed(0);
+  auto gm = std::make_unique<ir::GraphModule>();
+  torch::nn::LSTM lstm(torch::nn::LSTMOptions(3, 4).num_layers(2).bidirectional(true).batch_first(true));
+  torch::nn::GRU gru(torch::nn::GRUOptions(8, 2));
+  gm->add_submodule("lstm", lstm.ptr());
+  gm->add_submodule("gru", gru.ptr());
+  ir::Graph& g = gm->graph();
+  ir::Node* y = g.call_function("operator.getitem", {g.call_module("lstm", {g.placeholder("x")}), int64_t{0}});
+  g.output(g.call_module("gru", {y}));
+  gm->root().eval();
+  onnx::ModelProto model = exported(*gm, torch::randn({2, 5, 3}));
+  std::vector<std::string> ops = op_types(model);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "LSTM"), 2) << ::testing::PrintToString(ops);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "GRU"), 1);
+  const onnx::NodeProto& layer0 = first_node(model, "LSTM");
+  std::map<std::string, std::string> attrs;
+  for (const auto& a : layer0.attribute()) attrs[a.name()] = a.has_s() ? a.s() : std::to_string(a.i());
+  EXPECT_EQ(attrs, (std::map<std::string, std::string>{{"direction", "bidirectional"}, {"hidden_size", "4"}}));
+  auto rows = [](const at::Tensor& w, std::vector<int64_t> order, int64_t h) {
+    std::vector<at::Tensor> parts;
+    for (int64_t gate : order) parts.push_back(w.narrow(0, gate * h, h));
+    return at::cat(parts);
+  };
+  at::Tensor w = float_data(initializer(model, layer0.input(1)));
+  EXPECT_EQ(w.sizes().vec(), (std::vector<int64_t>{2, 16, 3}));
+  EXPECT_TRUE(at::equal(w[0], rows(lstm->named_parameters()["weight_ih_l0"], {0, 3, 1, 2}, 4)));
+  EXPECT_TRUE(at::equal(w[1], rows(lstm->named_parameters()["weight_ih_l0_reverse"], {0, 3, 1, 2}, 4)));
+  at::Tensor b = float_data(initializer(model, layer0.input(3)));
+  EXPECT_TRUE(at::equal(b[0].narrow(0, 16, 16), rows(lstm->named_parameters()["bias_hh_l0"], {0, 3, 1, 2}, 4)));
+  const onnx::NodeProto& gru_node = first_node(model, "GRU");
+  at::Tensor r = float_data(initializer(model, gru_node.input(2)));
+  EXPECT_TRUE(at::equal(r[0], rows(gru->named_parameters()["weight_hh_l0"], {1, 0, 2}, 2)));
+  bool before_reset = false;
+  for (const auto& a : gru_node.attribute()) before_reset |= a.name() == "linear_before_reset" && a.i() == 1;
+  EXPECT_TRUE(before_reset) << "PyTorch's GRU applies the reset gate after the recurrent product";
+  const auto& output = model.graph().output(0).type().tensor_type().shape();  // GRU's (output, h_n), flattened
+  EXPECT_EQ(output.dim(1).dim_value(), 5);
+  EXPECT_EQ(model.graph().output_size(), 2);
 }
 
 TEST(OnnxExport, OpWithoutOnnxFormIsAnErrorNamingTheNodeAndNothingIsWritten) {

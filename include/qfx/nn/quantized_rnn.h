@@ -39,12 +39,12 @@ struct RecurrentShape {
   int64_t input_size = 0, hidden_size = 0, num_layers = 1;
   bool bias = true, batch_first = false, bidirectional = false;
   double dropout = 0;
-  bool relu = false;  ///< RNNCell with nonlinearity='relu'
+  bool relu = false;  ///< RNN or RNNCell with nonlinearity='relu'
   bool is_cell() const;
   bool is_lstm() const;  ///< LSTM or LSTMCell: the state is (h, c)
 };
 
-/// The shape of a LibTorch LSTM, GRU, LSTMCell, GRUCell or RNNCell.
+/// The shape of a LibTorch LSTM, GRU, RNN, LSTMCell, GRUCell or RNNCell.
 RecurrentShape recurrent_shape(const torch::nn::Module& module);
 
 /// PyTorch's reference recurrent module: the float module's parameters and

@@ -23,9 +23,9 @@ using onnx_export::ExportState;
 using onnx_export::NodeShapes;
 using onnx_export::Value;
 
-/// The sizes of every tensor node's value on `inputs`.
+/// The sizes of every tensor node's value on `inputs`; the run's output in `output`.
 NodeShapes example_shapes(const ir::GraphModule& gm, const std::vector<c10::IValue>& inputs,
-                          std::unordered_map<const ir::Node*, c10::ScalarType>& dtypes) {
+                          std::unordered_map<const ir::Node*, c10::ScalarType>& dtypes, c10::IValue& output) {
   NodeShapes shapes;
   ir::Interpreter interpreter(gm);
   interpreter.set_node_hook([&](const ir::Node& node, const c10::IValue& value) {
@@ -33,7 +33,7 @@ NodeShapes example_shapes(const ir::GraphModule& gm, const std::vector<c10::IVal
     shapes[&node] = value.toTensor().sizes().vec();
     dtypes[&node] = value.toTensor().scalar_type();
   });
-  interpreter.run(inputs);
+  output = interpreter.run(inputs);
   return shapes;
 }
 
@@ -93,29 +93,37 @@ void set_type(onnx::ValueInfoProto& info, c10::ScalarType dtype, const std::vect
   }
 }
 
-/// The graph's outputs: each a tensor Value, named `output` or `output_<i>`.
-void add_outputs(onnx::GraphProto& graph, ExportState& state, const ir::Node& output, const Value& result,
-                 const std::unordered_map<const ir::Node*, c10::ScalarType>& dtypes, bool dynamic_batch) {
-  std::vector<std::pair<Value, const ir::Node*>> outs;
-  const ir::Argument& a = output.args().at(0);
-  if (a.is_node()) {
-    outs.emplace_back(result, a.to_node());
-  } else if (a.has_items()) {
-    for (size_t i = 0; i < a.items().size(); ++i) {
-      TORCH_CHECK(a.items()[i].is_node(), "ONNX export: output ", i, " is not a tensor");
-      outs.emplace_back(result.items.at(i), a.items()[i].to_node());
-    }
+/// The tensors of output Value `v`, with the example run's output `example`
+/// for each: tuples and lists flattened in order.
+void flatten_outputs(const Context& c, const Value& v, const c10::IValue& example,
+                     std::vector<std::pair<Value, at::Tensor>>& out) {
+  if (v.kind != Value::Kind::kList) {
+    if (!example.isTensor()) c.fail("an output is not a tensor");
+    out.emplace_back(v, example.toTensor());
+    return;
   }
-  TORCH_CHECK(!outs.empty(), "ONNX export: the model returns no tensor");
+  std::vector<c10::IValue> items;
+  if (example.isTuple()) items = example.toTupleRef().elements().vec();
+  if (example.isList()) items = example.toListRef().vec();
+  if (items.size() != v.items.size()) c.fail("an output is neither a tensor nor a tuple or list of tensors");
+  for (size_t i = 0; i < items.size(); ++i) flatten_outputs(c, v.items[i], items[i], out);
+}
+
+/// The graph's outputs: the tensors of the result, tuples and lists
+/// flattened, named `output` or `output_<i>`.
+void add_outputs(onnx::GraphProto& graph, ExportState& state, const ir::Node& output, const Value& result,
+                 const c10::IValue& example, bool dynamic_batch) {
   Context c(state, output, {}, {});
+  std::vector<std::pair<Value, at::Tensor>> outs;
+  flatten_outputs(c, result, example, outs);
+  TORCH_CHECK(!outs.empty(), "ONNX export: the model returns no tensor");
   for (size_t i = 0; i < outs.size(); ++i) {
-    const auto& [value, node] = outs[i];
+    const auto& [value, tensor] = outs[i];
     std::string name = outs.size() == 1 ? "output" : "output_" + std::to_string(i);
-    if (value.kind == Value::Kind::kList || !dtypes.count(node)) c.fail("an output is not a tensor");
     state.graph.node("Identity", {c.tensor(value)}, name);
     onnx::ValueInfoProto* info = graph.add_output();
     info->set_name(name);
-    set_type(*info, dtypes.at(node), state.shapes.at(node), dynamic_batch);
+    set_type(*info, tensor.scalar_type(), tensor.sizes().vec(), dynamic_batch);
   }
 }
 
@@ -138,7 +146,8 @@ std::string onnx_model_bytes(const ir::GraphModule& gm, const std::vector<c10::I
               " is not supported: qfx writes opsets ", kMinOnnxOpset, " to ", kMaxOnnxOpset,
               " (those ONNX's checker here knows)");
   std::unordered_map<const ir::Node*, c10::ScalarType> dtypes;
-  NodeShapes shapes = example_shapes(gm, example_inputs, dtypes);
+  c10::IValue example_output;
+  NodeShapes shapes = example_shapes(gm, example_inputs, dtypes, example_output);
 
   onnx::ModelProto model;
   model.set_ir_version(8);
@@ -155,7 +164,8 @@ std::string onnx_model_bytes(const ir::GraphModule& gm, const std::vector<c10::I
   std::unordered_map<const ir::Node*, Value> values;
   for (const ir::Node* node : gm.graph().nodes()) {
     if (node->op() == ir::Opcode::kOutput) {
-      add_outputs(graph, state, *node, value_of(node->args().at(0), values, *node), dtypes, options.dynamic_batch);
+      add_outputs(graph, state, *node, value_of(node->args().at(0), values, *node), example_output,
+                  options.dynamic_batch);
       break;
     }
     if (node->op() == ir::Opcode::kPlaceholder) {

@@ -74,6 +74,9 @@ std::vector<std::string> GraphBuilder::node(const std::string& op_type, const st
     } else if (auto* v = std::get_if<std::vector<int64_t>>(&a.value)) {
       attr->set_type(onnx::AttributeProto::INTS);
       for (int64_t x : *v) attr->add_ints(x);
+    } else if (auto* strings = std::get_if<std::vector<std::string>>(&a.value)) {
+      attr->set_type(onnx::AttributeProto::STRINGS);
+      for (const std::string& x : *strings) attr->add_strings(x);
     } else {
       attr->set_type(onnx::AttributeProto::STRING);
       attr->set_s(std::get<std::string>(a.value));

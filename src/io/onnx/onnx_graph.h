@@ -50,7 +50,7 @@ struct Value {
 /// An attribute of an ONNX node.
 struct Attr {
   std::string name;
-  std::variant<int64_t, float, std::vector<int64_t>, std::string> value;
+  std::variant<int64_t, float, std::vector<int64_t>, std::string, std::vector<std::string>> value;
 };
 
 /// Builds one ONNX graph: nodes, initializers, unique names.

@@ -7,6 +7,7 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/namespace.h"
 #include "qfx/nn/intrinsic.h"
+#include "qfx/nn/quantized_rnn.h"
 #include "qfx/nn/reference.h"
 #include "qfx/quant/observer_base.h"
 
@@ -189,6 +190,8 @@ Value gelu(const Context& c, const torch::nn::Module& m) {
       c.g().op("Mul", {c.g().op("Mul", {x, one_plus}, hint + "_x_times"), scalar("_half", 0.5f)}, hint));
 }
 
+Value recurrent_module(const Context& c, const torch::nn::Module& m) { return recurrent(c, m); }
+
 ModuleRule unary_module(const std::string& op_type) {
   return [op_type](const Context& c, const torch::nn::Module&) { return unary(c, op_type); };
 }
@@ -204,6 +207,12 @@ const std::map<std::string, ModuleRule>& float_rules() {
       {"torch.nn.ConvTranspose2d", weighted_float<ConvTranspose2dImpl>},
       {"torch.nn.ConvTranspose3d", weighted_float<ConvTranspose3dImpl>},
       {"torch.nn.Embedding", weighted_float<EmbeddingImpl>},
+      {"torch.nn.LSTM", recurrent_module},
+      {"torch.nn.GRU", recurrent_module},
+      {"torch.nn.RNN", recurrent_module},
+      {"torch.nn.LSTMCell", recurrent_module},
+      {"torch.nn.GRUCell", recurrent_module},
+      {"torch.nn.RNNCell", recurrent_module},
       {"torch.nn.BatchNorm1d", batch_norm<BatchNorm1dImpl>},
       {"torch.nn.BatchNorm2d", batch_norm<BatchNorm2dImpl>},
       {"torch.nn.BatchNorm3d", batch_norm<BatchNorm3dImpl>},
@@ -281,6 +290,7 @@ Value module_value(const Context& c, const torch::nn::Module& module, const std:
   if (auto* ref = dynamic_cast<const nn::ReferenceModuleImpl*>(&module)) {
     return weighted(c, *ref->float_module(), ref->quantized_weight());
   }
+  if (auto* rnn = dynamic_cast<const nn::ReferenceRNNImpl*>(&module)) return recurrent(c, *rnn->float_module(), rnn);
   if (auto* f = dynamic_cast<const nn::FusedModuleImpl*>(&module)) return fused(c, *f, path);
   std::string type = ir::module_type_name(module);
   auto it = float_rules().find(type);

@@ -19,6 +19,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace qfx::nn {
+class ReferenceRNNImpl;
+}
+
 namespace qfx::io::onnx_export {
 
 /// What the example run told about a node's output: its sizes (rank and
@@ -112,6 +116,12 @@ Value conv(const Context& c, const Value& x, const at::Tensor& weight, const at:
 Value linear(const Context& c, const Value& x, const at::Tensor& weight, const at::Tensor& bias);
 /// `weight[indices]` (Embedding): Gather from the (dequantized) weight.
 Value embedding(const Context& c, const Value& indices, const at::Tensor& weight);
+
+/// torch.nn.LSTM, GRU, RNN, LSTMCell, GRUCell or RNNCell `float_module`
+/// (with the quantized weights of `reference` when given): ONNX's LSTM, GRU
+/// or RNN ops, one per layer.
+Value recurrent(const Context& c, const torch::nn::Module& float_module,
+                const nn::ReferenceRNNImpl* reference = nullptr);
 
 /// ONNX's pads (begins, then ends) for torch's symmetric padding.
 std::vector<int64_t> both_sides(std::vector<int64_t> pads);
