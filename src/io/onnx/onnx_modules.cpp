@@ -7,6 +7,7 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/namespace.h"
 #include "qfx/nn/intrinsic.h"
+#include "qfx/nn/opaque_modules.h"
 #include "qfx/nn/quantized_rnn.h"
 #include "qfx/nn/reference.h"
 #include "qfx/quant/observer_base.h"
@@ -292,6 +293,10 @@ Value module_value(const Context& c, const torch::nn::Module& module, const std:
   }
   if (auto* rnn = dynamic_cast<const nn::ReferenceRNNImpl*>(&module)) return recurrent(c, *rnn->float_module(), rnn);
   if (auto* f = dynamic_cast<const nn::FusedModuleImpl*>(&module)) return fused(c, *f, path);
+  auto* script = dynamic_cast<const nn::ScriptModuleImpl*>(&module);
+  if (script != nullptr && nn::class_name_matches(script->python_class(), "MultiheadAttention")) {
+    return multihead_attention(c, script->script());
+  }
   std::string type = ir::module_type_name(module);
   auto it = float_rules().find(type);
   if (it == float_rules().end()) c.fail("module '" + path + "' of class " + type + " has no ONNX form");

@@ -131,10 +131,10 @@ class Recurrent {
   std::string layer_rows(const std::string& state, int64_t first, int64_t count) const {
     if (s_.num_layers == 1) return state;
     auto& g = c_.g();
-    return g.op("Slice",
-                {state, g.ints(hint("_starts"), {first}), g.ints(hint("_ends"), {first + count}),
-                 g.ints(hint("_axes"), {0})},
-                hint("_initial"));
+    return g.op(
+        "Slice",
+        {state, g.ints(hint("_starts"), {first}), g.ints(hint("_ends"), {first + count}), g.ints(hint("_axes"), {0})},
+        hint("_initial"));
   }
 
   /// ONNX's Y [seq, directions, batch, hidden] as PyTorch's [seq, batch, directions x hidden].
@@ -152,8 +152,8 @@ class Recurrent {
   /// ending in `suffix` (`_l0`; "" for a cell): its outputs Y, Y_h (, Y_c).
   std::vector<std::string> run(const std::string& x, const std::string& suffix,
                                const std::vector<std::string>& init) const {
-    std::vector<std::string> inputs = {x, weights("weight_ih" + suffix), weights("weight_hh" + suffix),
-                                       biases(suffix), ""};
+    std::vector<std::string> inputs = {x, weights("weight_ih" + suffix), weights("weight_hh" + suffix), biases(suffix),
+                                       ""};
     for (const std::string& state : init) inputs.push_back(state);
     while (inputs.back().empty()) inputs.pop_back();
     std::vector<Attr> attrs = {{"hidden_size", s_.hidden_size},

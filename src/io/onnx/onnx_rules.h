@@ -22,6 +22,9 @@
 namespace qfx::nn {
 class ReferenceRNNImpl;
 }
+namespace torch::jit {
+struct Module;
+}
 
 namespace qfx::io::onnx_export {
 
@@ -122,6 +125,10 @@ Value embedding(const Context& c, const Value& indices, const at::Tensor& weight
 /// or RNN ops, one per layer.
 Value recurrent(const Context& c, const torch::nn::Module& float_module,
                 const nn::ReferenceRNNImpl* reference = nullptr);
+
+/// nn.MultiheadAttention kept whole as TorchScript `module` (eval mode, no
+/// masks): its (output, weights) as ONNX ops.
+Value multihead_attention(const Context& c, const torch::jit::Module& module);
 
 /// ONNX's pads (begins, then ends) for torch's symmetric padding.
 std::vector<int64_t> both_sides(std::vector<int64_t> pads);

@@ -1,0 +1,149 @@
+// The ONNX form of nn.MultiheadAttention, which the importer keeps whole as a
+// TorchScript module (a leaf, as FX keeps it): PyTorch 1.13's
+// F.multi_head_attention_forward in eval mode, op for op. Input projections,
+// heads split into the batch dim, q / sqrt(head_dim), q k^T, softmax, the
+// weighted sum of v, heads joined, the output projection; the attention
+// weights averaged over heads (or per head) when asked for.
+
+#include "onnx_rules.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/constants.h>
+
+#include <cmath>
+
+namespace qfx::io::onnx_export {
+namespace {
+
+/// The module's parameters and flags, read from its TorchScript attributes.
+struct Attention {
+  int64_t embed_dim = 0, num_heads = 0;
+  bool batch_first = false;
+  at::Tensor weight[3], bias[3];  ///< q, k, v projections (bias may be undefined)
+  at::Tensor out_weight, out_bias;
+};
+
+at::Tensor tensor_attr(const torch::jit::Module& m, const std::string& name) {
+  if (!m.hasattr(name)) return {};
+  c10::IValue v = m.attr(name);
+  return v.isTensor() ? v.toTensor() : at::Tensor();
+}
+
+/// A traced module keeps no int attributes: the head count is the constant
+/// F.multi_head_attention_forward divides embed_dim by (`embed_dim //
+/// num_heads`, a trunc division), batch_first a transpose of the query
+/// before anything else reads it.
+void read_traced(const Context& c, const torch::jit::Module& m, Attention& a) {
+  std::shared_ptr<torch::jit::Graph> graph = m.get_method("forward").graph();
+  for (const torch::jit::Node* node : graph->nodes()) {
+    if (node->kind() == c10::Symbol::fromQualString("aten::_native_multi_head_attention")) {
+      c.fail("traced MultiheadAttention on its fast path has no ONNX form here (script it)");
+    }
+    if (a.num_heads == 0 && node->kind() == c10::Symbol::fromQualString("aten::div") && node->inputs().size() == 3) {
+      c10::optional<c10::IValue> divisor = torch::jit::toIValue(node->input(1));
+      c10::optional<c10::IValue> mode = torch::jit::toIValue(node->input(2));
+      if (divisor && divisor->isTensor() && mode && mode->isString() && mode->toStringRef() == "trunc") {
+        a.num_heads = divisor->toTensor().item<int64_t>();
+      }
+    }
+  }
+  const torch::jit::Value* query = graph->inputs().at(1);
+  a.batch_first =
+      !query->uses().empty() && query->uses()[0].user->kind() == c10::Symbol::fromQualString("aten::transpose");
+  if (a.num_heads == 0) c.fail("traced MultiheadAttention whose head count the trace does not show");
+}
+
+Attention read(const Context& c, const torch::jit::Module& m) {
+  Attention a;
+  a.out_weight = tensor_attr(m.attr("out_proj").toModule(), "weight");
+  a.embed_dim = a.out_weight.size(0);
+  if (m.hasattr("num_heads")) {
+    a.num_heads = m.attr("num_heads").toInt();
+    a.batch_first = m.hasattr("batch_first") && m.attr("batch_first").toBool();
+  } else {
+    read_traced(c, m, a);
+  }
+  if (tensor_attr(m, "bias_k").defined() || (m.hasattr("add_zero_attn") && m.attr("add_zero_attn").toBool())) {
+    c.fail("MultiheadAttention with add_bias_kv or add_zero_attn has no ONNX form here");
+  }
+  at::Tensor packed = tensor_attr(m, "in_proj_weight"), packed_bias = tensor_attr(m, "in_proj_bias");
+  const char* separate[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+  for (int64_t i = 0; i < 3; ++i) {
+    a.weight[i] = packed.defined() ? packed.narrow(0, i * a.embed_dim, a.embed_dim) : tensor_attr(m, separate[i]);
+    if (packed_bias.defined()) a.bias[i] = packed_bias.narrow(0, i * a.embed_dim, a.embed_dim);
+    if (!a.weight[i].defined()) c.fail("MultiheadAttention without its projection weights");
+  }
+  a.out_bias = tensor_attr(m.attr("out_proj").toModule(), "bias");
+  return a;
+}
+
+/// True when keyword or position `index` holds `expected` (or is absent and
+/// the default is `expected`).
+bool flag(const Context& c, size_t index, const char* keyword, bool fallback) {
+  const Value& v = c.arg(index, keyword);
+  return v.kind == Value::Kind::kNone ? fallback : c.int_of(v) != 0;
+}
+
+}  // namespace
+
+Value multihead_attention(const Context& c, const torch::jit::Module& module) {
+  Attention a = read(c, module);
+  if (c.rank_of_arg(0) != 3) c.fail("MultiheadAttention on an unbatched input has no ONNX form here");
+  if (c.arg(3, "key_padding_mask").kind != Value::Kind::kNone || c.arg(5, "attn_mask").kind != Value::Kind::kNone) {
+    c.fail("MultiheadAttention with a mask has no ONNX form here");
+  }
+  bool need_weights = flag(c, 4, "need_weights", true), average = flag(c, 6, "average_attn_weights", true);
+  auto& g = c.g();
+  const std::string hint = c.hint();
+  int64_t head_dim = a.embed_dim / a.num_heads;
+  auto ints = [&](const std::string& name, const std::vector<int64_t>& v) { return g.ints(hint + name, v); };
+  auto transpose = [&](const std::string& x, std::vector<int64_t> perm, const std::string& name) {
+    return g.op("Transpose", {x}, hint + name, {{"perm", std::move(perm)}});
+  };
+  // inputs as [sequence, batch, embed]; each projected and split into heads: [batch x heads, sequence, head_dim]
+  std::string heads[3], query;
+  const char* names[3] = {"_q", "_k", "_v"};
+  for (size_t i = 0; i < 3; ++i) {
+    // a trace of self-attention takes the query alone
+    std::string x = c.tensor(c.arg(i).kind == Value::Kind::kNone ? c.arg(0) : c.arg(i));
+    if (a.batch_first) x = transpose(x, {1, 0, 2}, names[i] + std::string("_input"));
+    if (i == 0) query = x;
+    std::string projected = c.tensor(linear(c, Value::tensor(x), a.weight[i], a.bias[i]));
+    std::string split = g.op("Reshape", {projected, ints("_heads_shape", {0, -1, head_dim})}, hint + names[i]);
+    heads[i] = transpose(split, {1, 0, 2}, names[i] + std::string("_heads"));
+  }
+  std::string scaled = g.op(
+      "Div",
+      {heads[0], g.initializer(hint + "_sqrt_head_dim", at::scalar_tensor(std::sqrt(double(head_dim)), at::kFloat))},
+      hint + "_q_scaled");
+  std::string scores = g.op("MatMul", {scaled, transpose(heads[1], {0, 2, 1}, "_k_t")}, hint + "_scores");
+  std::string weights = g.op("Softmax", {scores}, hint + "_weights", {{"axis", int64_t{-1}}});
+  std::string mixed = g.op("MatMul", {weights, heads[2]}, hint + "_mixed");
+  std::string joined = g.op("Reshape", {transpose(mixed, {1, 0, 2}, "_joined_heads"), ints("_rows", {-1, a.embed_dim})},
+                            hint + "_joined");
+  std::string projected = c.tensor(linear(c, Value::tensor(joined), a.out_weight, a.out_bias));
+  std::string out = g.op("Reshape", {projected, g.op("Shape", {query}, hint + "_shape")}, hint + "_output");
+  if (a.batch_first) out = transpose(out, {1, 0, 2}, "_output_batch_first");
+  if (module.get_method("forward").function().getSchema().returns().at(0).type()->kind() == c10::TypeKind::TensorType) {
+    return Value::tensor(out);  // a trace that keeps only the output the model reads
+  }
+  if (!need_weights) return Value::list({Value::tensor(out), Value{}});
+  // [batch x heads, target, source] -> [batch, heads, target, source], averaged over heads
+  std::string sizes = g.op("Shape", {weights}, hint + "_weights_shape");
+  std::string target_source =
+      g.op("Slice", {sizes, ints("_starts", {1}), ints("_ends", {3}), ints("_axes", {0})}, hint + "_target_source");
+  std::string per_head = g.op("Reshape",
+                              {weights, g.op("Concat", {ints("_batch_heads", {-1, a.num_heads}), target_source},
+                                             hint + "_per_head_shape", {{"axis", int64_t{0}}})},
+                              hint + "_per_head");
+  if (!average) return Value::list({Value::tensor(out), Value::tensor(per_head)});
+  std::string sum =
+      g.op("ReduceSum", {per_head, ints("_head_axis", {1})}, hint + "_weights_sum", {{"keepdims", int64_t{0}}});
+  std::string mean =
+      g.op("Div", {sum, g.initializer(hint + "_num_heads", at::scalar_tensor(double(a.num_heads), at::kFloat))},
+           hint + "_average_weights");
+  return Value::list({Value::tensor(out), Value::tensor(mean)});
+}
+
+}  // namespace qfx::io::onnx_export
