@@ -114,12 +114,45 @@ Value leaky_relu(const Context& c) {
 }
 
 /// F.layer_norm(input, normalized_shape, weight, bias, eps).
+double eps_or_default(const Context& c, const Value& eps) { return eps.kind == Kind::kNone ? 1e-5 : c.double_of(eps); }
+
 Value functional_layer_norm(const Context& c) {
   std::vector<int64_t> shape = c.ints_of(c.arg(1, "normalized_shape"));
   const Value& eps = c.arg(4, "eps");
   return layer_norm(c, c.tensor(c.arg(0)), shape, optional_tensor(c, c.arg(2, "weight")),
-                    optional_tensor(c, c.arg(3, "bias")), eps.kind == Kind::kNone ? 1e-5 : c.double_of(eps));
+                    optional_tensor(c, c.arg(3, "bias")), eps_or_default(c, eps));
 }
+
+/// F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps).
+Value functional_instance_norm(const Context& c) {
+  if (int_or(c, c.arg(5, "use_input_stats"), 1) == 0)
+    c.fail("instance_norm on running statistics has no ONNX form here");
+  int64_t channels = c.shape_of(c.node().args()[0].to_node()).at(1);
+  return instance_norm(c, c.tensor(c.arg(0)), channels, optional_tensor(c, c.arg(3, "weight")),
+                       optional_tensor(c, c.arg(4, "bias")), eps_or_default(c, c.arg(7, "eps")));
+}
+
+/// F.group_norm(input, num_groups, weight, bias, eps).
+Value functional_group_norm(const Context& c) {
+  return group_norm(c, c.int_of(c.arg(1, "num_groups")), optional_tensor(c, c.arg(2, "weight")),
+                    optional_tensor(c, c.arg(3, "bias")), eps_or_default(c, c.arg(4, "eps")));
+}
+
+/// torch.stack(tensors, dim): each unsqueezed at dim, then Concat.
+Value stack(const Context& c) {
+  const Value& tensors = c.arg(0, "tensors");
+  if (tensors.kind != Kind::kList || tensors.items.empty()) c.fail("stack of something other than a list of tensors");
+  const ir::Argument& first = c.node().args()[0].items().at(0);
+  int64_t rank = first.is_node() ? static_cast<int64_t>(c.shape_of(first.to_node()).size()) : 0;
+  int64_t dim = normalized_dim(c, int_or(c, c.arg(1, "dim"), 0), rank + 1);
+  std::string axes = c.g().ints(c.hint() + "_axes", {dim});
+  std::vector<std::string> parts;
+  for (const Value& t : tensors.items) parts.push_back(c.g().op("Unsqueeze", {c.tensor(t), axes}, c.hint() + "_item"));
+  return Value::tensor(c.g().op("Concat", parts, c.hint(), {{"axis", dim}}));
+}
+
+/// x.dim(): the example run's rank, a constant.
+Value dim(const Context& c) { return Value::of_constant(c.rank_of_arg(0)); }
 
 /// F.interpolate(input, size, scale_factor, mode, align_corners): Resize to
 /// the example run's output sizes (the leading two dims from the input's shape).
@@ -197,6 +230,9 @@ const std::map<std::string, Rule>& functional_rules() {
       {"torch.nn.functional.conv_transpose2d", functional_conv_transpose},
       {"torch.nn.functional.conv_transpose3d", functional_conv_transpose},
       {"torch.nn.functional.layer_norm", functional_layer_norm},
+      {"torch.nn.functional.instance_norm", functional_instance_norm},
+      {"torch.nn.functional.group_norm", functional_group_norm},
+      {"torch.stack", stack},
       {"torch.nn.functional.elu", elu},
       {"torch.nn.functional.leaky_relu", leaky_relu},
       {"torch.clamp", clamp},
@@ -210,7 +246,8 @@ const std::map<std::string, Rule>& functional_rules() {
 
 const std::map<std::string, Rule>& functional_method_rules() {
   static const std::map<std::string, Rule> kRules = {
-      {"clamp", clamp}, {"unsqueeze", unsqueeze}, {"squeeze", squeeze}, {"chunk", chunk}, {"repeat", repeat},
+      {"clamp", clamp}, {"unsqueeze", unsqueeze}, {"squeeze", squeeze},
+      {"chunk", chunk}, {"repeat", repeat},       {"dim", dim},
   };
   return kRules;
 }

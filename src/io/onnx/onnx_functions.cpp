@@ -393,6 +393,36 @@ std::string hardswish(const Context& c, const std::string& x) {
 
 /// F.adaptive_avg_poolNd(x, output_size): GlobalAveragePool for size 1,
 /// else AveragePool with the kernel the example run's sizes give (when they divide).
+namespace {
+
+/// PyTorch's adaptive average over one dim as an [out, in] matrix: row i
+/// averages inputs floor(i * in / out) to ceil((i + 1) * in / out).
+at::Tensor averaging_matrix(int64_t in, int64_t out) {
+  at::Tensor m = at::zeros({out, in});
+  for (int64_t i = 0; i < out; ++i) {
+    int64_t start = i * in / out, end = ((i + 1) * in + out - 1) / out;
+    m[i].narrow(0, start, end - start).fill_(1.0 / static_cast<double>(end - start));
+  }
+  return m;
+}
+
+/// An adaptive average whose windows differ in size (the output does not
+/// divide the input), over the last one or two dims: x P_w^T, then P_h x.
+Value uneven_adaptive_avg_pool(const Context& c, const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  size_t n = out.size();
+  if (n > 2) c.fail("adaptive_avg_pool3d whose output size does not divide the input has no ONNX form here");
+  const std::string hint = c.hint();
+  at::Tensor last = averaging_matrix(in.back(), out.back()).t().contiguous();
+  std::string y = c.g().op("MatMul", {c.tensor(c.arg(0)), c.constant(hint + "_columns", last)}, hint + "_columns");
+  if (n == 2) {
+    at::Tensor rows = averaging_matrix(in[in.size() - 2], out[0]);
+    y = c.g().op("MatMul", {c.constant(hint + "_rows", rows), y}, hint);
+  }
+  return Value::tensor(y);
+}
+
+}  // namespace
+
 Value adaptive_avg_pool(const Context& c, std::vector<int64_t> out) {
   const std::vector<int64_t>& in = c.shape_of(c.node().args()[0].to_node());
   size_t n = in.size() - 2;
@@ -400,7 +430,8 @@ Value adaptive_avg_pool(const Context& c, std::vector<int64_t> out) {
   if (std::all_of(out.begin(), out.end(), [](int64_t v) { return v == 1; })) return unary(c, "GlobalAveragePool");
   std::vector<int64_t> kernel;
   for (size_t i = 0; i < n; ++i) {
-    if (out[i] <= 0 || in[i + 2] % out[i] != 0) c.fail("adaptive_avg_pool whose output size does not divide the input");
+    if (out[i] <= 0) c.fail("adaptive_avg_pool to an empty output");
+    if (in[i + 2] % out[i] != 0) return uneven_adaptive_avg_pool(c, in, out);
     kernel.push_back(in[i + 2] / out[i]);
   }
   return unary(c, "AveragePool", {{"kernel_shape", kernel}, {"strides", kernel}});

@@ -153,16 +153,18 @@ Value layer_norm_module(const Context& c, const torch::nn::Module& m) {
 
 /// InstanceNormalization (no running statistics: per-sample mean and variance).
 template <typename Impl>
-Value instance_norm(const Context& c, const torch::nn::Module& m) {
+Value instance_norm_module(const Context& c, const torch::nn::Module& m) {
   const auto& in = as<Impl>(m);
   if (in.options.track_running_stats()) c.fail("InstanceNorm with running statistics has no ONNX form here");
   int64_t n = c.shape_of(c.node().args()[0].to_node()).at(1);  // an imported module without affine says 0
-  at::Tensor weight = present(in.weight) ? in.weight : at::ones({n});
-  at::Tensor bias = present(in.bias) ? in.bias : at::zeros({n});
-  return Value::tensor(
-      c.g().op("InstanceNormalization",
-               {c.tensor(c.arg(0)), c.constant(c.hint() + "_weight", weight), c.constant(c.hint() + "_bias", bias)},
-               c.hint(), {{"epsilon", static_cast<float>(in.options.eps())}}));
+  return instance_norm(c, c.tensor(c.arg(0)), n, present(in.weight) ? in.weight : at::Tensor(),
+                       present(in.bias) ? in.bias : at::Tensor(), in.options.eps());
+}
+
+Value group_norm_module(const Context& c, const torch::nn::Module& m) {
+  const auto& gn = as<torch::nn::GroupNormImpl>(m);
+  return group_norm(c, gn.options.num_groups(), present(gn.weight) ? gn.weight : at::Tensor(),
+                    present(gn.bias) ? gn.bias : at::Tensor(), gn.options.eps());
 }
 
 /// PRelu with the slope broadcast over the channel dim (dim 1).
@@ -218,9 +220,10 @@ const std::map<std::string, ModuleRule>& float_rules() {
       {"torch.nn.BatchNorm2d", batch_norm<BatchNorm2dImpl>},
       {"torch.nn.BatchNorm3d", batch_norm<BatchNorm3dImpl>},
       {"torch.nn.LayerNorm", layer_norm_module},
-      {"torch.nn.InstanceNorm1d", instance_norm<InstanceNorm1dImpl>},
-      {"torch.nn.InstanceNorm2d", instance_norm<InstanceNorm2dImpl>},
-      {"torch.nn.InstanceNorm3d", instance_norm<InstanceNorm3dImpl>},
+      {"torch.nn.InstanceNorm1d", instance_norm_module<InstanceNorm1dImpl>},
+      {"torch.nn.InstanceNorm2d", instance_norm_module<InstanceNorm2dImpl>},
+      {"torch.nn.InstanceNorm3d", instance_norm_module<InstanceNorm3dImpl>},
+      {"torch.nn.GroupNorm", group_norm_module},
       {"torch.nn.PReLU", prelu},
       {"torch.nn.ReLU", unary_module("Relu")},
       {"torch.nn.ReLU6", [](const Context& c, const torch::nn::Module&) { return clip(c, 0, 6); }},

@@ -153,6 +153,12 @@ const std::map<std::string, Rule>& functional_method_rules();
 /// undefined): LayerNormalization from opset 17, else its mean/variance ops.
 Value layer_norm(const Context& c, const std::string& x, const std::vector<int64_t>& shape, at::Tensor weight,
                  at::Tensor bias, double eps);
+/// InstanceNormalization of `x` ([batch, `channels`, ...]; weight and bias
+/// may be undefined: ones and zeros).
+Value instance_norm(const Context& c, const std::string& x, int64_t channels, at::Tensor weight, at::Tensor bias,
+                    double eps);
+/// group_norm of argument 0 into `groups` (weight and bias may be undefined).
+Value group_norm(const Context& c, int64_t groups, const at::Tensor& weight, const at::Tensor& bias, double eps);
 /// torch.flatten of argument 0 from `start` to `end` (dims of the example
 /// run's rank, either may be negative): Flatten for 1..last, else a Reshape
 /// that keeps the leading dims (0 = copy) and the trailing ones.
