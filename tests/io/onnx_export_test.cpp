@@ -20,12 +20,16 @@
 namespace qfx {
 namespace {
 
-onnx::ModelProto exported(const ir::GraphModule& gm, const at::Tensor& x, int64_t opset = 13) {
+onnx::ModelProto exported(const ir::GraphModule& gm, const std::vector<c10::IValue>& inputs, int64_t opset = 13) {
   io::OnnxExportOptions options;
   options.opset = opset;
   onnx::ModelProto model;
-  EXPECT_TRUE(model.ParseFromString(io::onnx_model_bytes(gm, {x}, options)));
+  EXPECT_TRUE(model.ParseFromString(io::onnx_model_bytes(gm, inputs, options)));
   return model;
+}
+
+onnx::ModelProto exported(const ir::GraphModule& gm, const at::Tensor& x, int64_t opset = 13) {
+  return exported(gm, std::vector<c10::IValue>{x}, opset);
 }
 
 std::vector<std::string> op_types(const onnx::ModelProto& model) {
@@ -148,6 +152,25 @@ TEST(OnnxExport, RecurrentModulesBecomeOnnxOpsPerLayerWithGatesInOnnxOrder) {
   const auto& output = model.graph().output(0).type().tensor_type().shape();  // GRU's (output, h_n), flattened
   EXPECT_EQ(output.dim(1).dim_value(), 5);
   EXPECT_EQ(model.graph().output_size(), 2);
+}
+
+// Run in ONNX Runtime by the onnx_runtime check against LibTorch's own
+// embedding_bag: mean over bags given by offsets, one of them empty (mean 0),
+// the last running to the end of the indices.
+TEST(OnnxExportOracle, EmbeddingBagMeanWithAnEmptyBagIsLibTorchs) {
+  torch::manual_seed(0);
+  auto gm = std::make_unique<ir::GraphModule>();
+  gm->add_submodule("bag", torch::nn::EmbeddingBag(torch::nn::EmbeddingBagOptions(10, 3).mode(torch::kMean)).ptr());
+  ir::Graph& g = gm->graph();
+  ir::Node* indices = g.placeholder("indices");
+  g.output(g.call_module("bag", {indices, g.placeholder("offsets")}));
+  std::vector<c10::IValue> inputs = {torch::tensor({1, 7, 3, 3, 9, 0}), torch::tensor({0, 2, 2, 4})};
+  c10::IValue expected = gm->get_submodule("bag")->as<torch::nn::EmbeddingBag>()->forward(
+      inputs[0].toTensor(), inputs[1].toTensor());
+  ASSERT_TRUE(at::equal(expected.toTensor()[1], at::zeros({3})));
+  std::vector<std::string> ops = op_types(exported(*gm, inputs));
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "MatMul"), 1) << ::testing::PrintToString(ops);
+  test::keep_for_onnx("onnx_embedding_bag_mean", *gm, inputs, expected, expected, 0);
 }
 
 TEST(OnnxExport, OpWithoutOnnxFormIsAnErrorNamingTheNodeAndNothingIsWritten) {

@@ -45,7 +45,9 @@ function difference(a, b) {
   let diff = 0;
   let scale = 0;
   for (let i = 0; i < a.length; ++i) {
-    diff = Math.max(diff, Math.abs(a[i] - b[i]));
+    const bothNaN = Number.isNaN(a[i]) && Number.isNaN(b[i]);
+    const e = Math.abs(a[i] - b[i]);
+    diff = Math.max(diff, bothNaN ? 0 : Number.isNaN(e) ? Infinity : e);  // one NaN side disagrees
     scale = Math.max(scale, Math.abs(b[i]));
   }
   return { diff, scale };

@@ -86,6 +86,12 @@ Value weighted(const Context& c, const torch::nn::Module& m, const at::Tensor& w
     if (e->options.max_norm()) c.fail("Embedding with max_norm has no ONNX form");
     return embedding(c, x, weight);
   }
+  if (auto* bag = dynamic_cast<const EmbeddingBagImpl*>(&m)) {
+    const auto& o = bag->options;
+    if (o.max_norm() || o.padding_idx()) c.fail("EmbeddingBag with max_norm or padding_idx has no ONNX form here");
+    if (c10::get_if<torch::enumtype::kMax>(&o.mode())) c.fail("EmbeddingBag with mode='max' has no ONNX form here");
+    return embedding_bag(c, weight, c10::get_if<torch::enumtype::kMean>(&o.mode()) != nullptr, o.include_last_offset());
+  }
   c.fail("module of class " + ir::module_type_name(m) + " has no ONNX form");
 }
 
@@ -210,6 +216,7 @@ const std::map<std::string, ModuleRule>& float_rules() {
       {"torch.nn.ConvTranspose2d", weighted_float<ConvTranspose2dImpl>},
       {"torch.nn.ConvTranspose3d", weighted_float<ConvTranspose3dImpl>},
       {"torch.nn.Embedding", weighted_float<EmbeddingImpl>},
+      {"torch.nn.EmbeddingBag", weighted_float<EmbeddingBagImpl>},
       {"torch.nn.LSTM", recurrent_module},
       {"torch.nn.GRU", recurrent_module},
       {"torch.nn.RNN", recurrent_module},

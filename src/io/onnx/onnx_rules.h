@@ -130,6 +130,11 @@ Value recurrent(const Context& c, const torch::nn::Module& float_module,
 /// masks): its (output, weights) as ONNX ops.
 Value multihead_attention(const Context& c, const torch::jit::Module& module);
 
+/// EmbeddingBag with mode sum or mean of `weight`'s rows: the gathered rows
+/// (times per_sample_weights) reduced per bag: a 2-d input's rows, or with
+/// offsets a product with the bags' 0/1 membership matrix.
+Value embedding_bag(const Context& c, const at::Tensor& weight, bool mean, bool include_last_offset);
+
 /// ONNX's pads (begins, then ends) for torch's symmetric padding.
 std::vector<int64_t> both_sides(std::vector<int64_t> pads);
 

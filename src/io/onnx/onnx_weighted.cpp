@@ -143,4 +143,53 @@ Value embedding(const Context& c, const Value& indices, const at::Tensor& weight
   return Value::tensor(c.g().op("Gather", {table, c.tensor(indices)}, hint));
 }
 
+Value embedding_bag(const Context& c, const at::Tensor& weight, bool mean, bool include_last_offset) {
+  auto& g = c.g();
+  const std::string hint = c.hint();
+  std::string rows = embedding(c, c.arg(0, "input"), weight).name;
+  const Value& per_sample = c.arg(2, "per_sample_weights");
+  if (per_sample.kind != Value::Kind::kNone) {
+    std::string column = g.op("Unsqueeze", {c.tensor(per_sample), g.ints(hint + "_axes", {-1})}, hint + "_weights");
+    rows = g.op("Mul", {rows, column}, hint + "_weighted");
+  }
+  if (c.rank_of_arg(0) == 2) {  // one bag per row
+    if (mean)
+      return Value::tensor(
+          g.op("ReduceMean", {rows}, hint, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}}));
+    return Value::tensor(g.op("ReduceSum", {rows, g.ints(hint + "_axes", {1})}, hint, {{"keepdims", int64_t{0}}}));
+  }
+  // bag b holds positions offsets[b] <= j < offsets[b + 1] (the last one up to the end without include_last_offset)
+  std::string offsets = c.tensor(c.arg(1, "offsets"));
+  std::string length = g.op("Shape", {c.tensor(c.arg(0, "input"))}, hint + "_length");
+  auto slice = [&](const std::string& x, int64_t start, int64_t end) {
+    return g.op("Slice", {x, g.ints(hint + "_starts", {start}), g.ints(hint + "_ends", {end})}, hint + "_offsets");
+  };
+  std::string later = slice(offsets, 1, std::numeric_limits<int64_t>::max());
+  std::string starts = include_last_offset ? slice(offsets, 0, -1) : offsets;
+  std::string ends =
+      include_last_offset ? later : g.op("Concat", {later, length}, hint + "_ends", {{"axis", int64_t{0}}});
+  auto scalar = [&](const std::string& name, int64_t v) {
+    return g.initializer(hint + name, at::scalar_tensor(v, at::kLong));
+  };
+  std::string positions =
+      g.op("Range", {scalar("_zero", 0), g.op("Squeeze", {length}, hint + "_count"), scalar("_one", 1)},
+           hint + "_positions");
+  auto axis = [&](const std::string& x, int64_t a) {
+    return g.op("Unsqueeze", {x, g.ints(hint + "_axes", {a})}, hint + "_bags");
+  };
+  std::string row = axis(positions, 0);
+  std::string inside = g.op("And",
+                            {g.op("GreaterOrEqual", {row, axis(starts, 1)}, hint + "_from"),
+                             g.op("Less", {row, axis(ends, 1)}, hint + "_to")},
+                            hint + "_inside");
+  std::string membership = g.op("Cast", {inside}, hint + "_membership", {{"to", int64_t{onnx::TensorProto::FLOAT}}});
+  std::string sums = g.op("MatMul", {membership, rows}, mean ? hint + "_sums" : hint);
+  if (!mean) return Value::tensor(sums);
+  std::string counts =
+      g.op("ReduceSum", {membership, g.ints(hint + "_axes", {1})}, hint + "_counts", {{"keepdims", int64_t{1}}});
+  std::string at_least_one =
+      g.op("Max", {counts, g.initializer(hint + "_one_bag", at::scalar_tensor(1.0, at::kFloat))}, hint + "_divisor");
+  return Value::tensor(g.op("Div", {sums, at_least_one}, hint));  // an empty bag's mean is 0
+}
+
 }  // namespace qfx::io::onnx_export
