@@ -1,9 +1,12 @@
-// The ONNX form of nn.MultiheadAttention, which the importer keeps whole as a
-// TorchScript module (a leaf, as FX keeps it): PyTorch 1.13's
+// The ONNX forms of nn.MultiheadAttention, which the importer keeps whole as
+// a TorchScript module (a leaf, as FX keeps it), and of a scripted
+// nn.TransformerEncoder(Layer) kept whole (its forward branches): PyTorch 1.13's
 // F.multi_head_attention_forward in eval mode, op for op. Input projections,
 // heads split into the batch dim, q / sqrt(head_dim), q k^T, softmax, the
 // weighted sum of v, heads joined, the output projection; the attention
-// weights averaged over heads (or per head) when asked for.
+// weights averaged over heads (or per head) when asked for. An encoder layer
+// is its self-attention, feed-forward block, residual adds and LayerNorms
+// (after each block, or before with norm_first).
 
 #include "onnx_rules.h"
 
@@ -85,15 +88,14 @@ bool flag(const Context& c, size_t index, const char* keyword, bool fallback) {
   return v.kind == Value::Kind::kNone ? fallback : c.int_of(v) != 0;
 }
 
-}  // namespace
+/// Attention's output [sequence, batch, embed] (batch first as the module
+/// says) and its weights [batch x heads, target, source].
+struct Attended {
+  std::string out, weights;
+};
 
-Value multihead_attention(const Context& c, const torch::jit::Module& module) {
-  Attention a = read(c, module);
-  if (c.rank_of_arg(0) != 3) c.fail("MultiheadAttention on an unbatched input has no ONNX form here");
-  if (c.arg(3, "key_padding_mask").kind != Value::Kind::kNone || c.arg(5, "attn_mask").kind != Value::Kind::kNone) {
-    c.fail("MultiheadAttention with a mask has no ONNX form here");
-  }
-  bool need_weights = flag(c, 4, "need_weights", true), average = flag(c, 6, "average_attn_weights", true);
+/// F.multi_head_attention_forward of query, key and value (ONNX names).
+Attended attend(const Context& c, const Attention& a, const std::vector<std::string>& qkv) {
   auto& g = c.g();
   const std::string hint = c.hint();
   int64_t head_dim = a.embed_dim / a.num_heads;
@@ -105,9 +107,7 @@ Value multihead_attention(const Context& c, const torch::jit::Module& module) {
   std::string heads[3], query;
   const char* names[3] = {"_q", "_k", "_v"};
   for (size_t i = 0; i < 3; ++i) {
-    // a trace of self-attention takes the query alone
-    std::string x = c.tensor(c.arg(i).kind == Value::Kind::kNone ? c.arg(0) : c.arg(i));
-    if (a.batch_first) x = transpose(x, {1, 0, 2}, names[i] + std::string("_input"));
+    std::string x = a.batch_first ? transpose(qkv[i], {1, 0, 2}, names[i] + std::string("_input")) : qkv[i];
     if (i == 0) query = x;
     std::string projected = c.tensor(linear(c, Value::tensor(x), a.weight[i], a.bias[i]));
     std::string split = g.op("Reshape", {projected, ints("_heads_shape", {0, -1, head_dim})}, hint + names[i]);
@@ -125,11 +125,15 @@ Value multihead_attention(const Context& c, const torch::jit::Module& module) {
   std::string projected = c.tensor(linear(c, Value::tensor(joined), a.out_weight, a.out_bias));
   std::string out = g.op("Reshape", {projected, g.op("Shape", {query}, hint + "_shape")}, hint + "_output");
   if (a.batch_first) out = transpose(out, {1, 0, 2}, "_output_batch_first");
-  if (module.get_method("forward").function().getSchema().returns().at(0).type()->kind() == c10::TypeKind::TensorType) {
-    return Value::tensor(out);  // a trace that keeps only the output the model reads
-  }
-  if (!need_weights) return Value::list({Value::tensor(out), Value{}});
-  // [batch x heads, target, source] -> [batch, heads, target, source], averaged over heads
+  return {out, weights};
+}
+
+/// Attention weights [batch x heads, target, source] as [batch, heads,
+/// target, source], averaged over heads when `average`.
+std::string weights_per_head(const Context& c, const Attention& a, const std::string& weights, bool average) {
+  auto& g = c.g();
+  const std::string hint = c.hint();
+  auto ints = [&](const std::string& name, const std::vector<int64_t>& v) { return g.ints(hint + name, v); };
   std::string sizes = g.op("Shape", {weights}, hint + "_weights_shape");
   std::string target_source =
       g.op("Slice", {sizes, ints("_starts", {1}), ints("_ends", {3}), ints("_axes", {0})}, hint + "_target_source");
@@ -137,13 +141,85 @@ Value multihead_attention(const Context& c, const torch::jit::Module& module) {
                               {weights, g.op("Concat", {ints("_batch_heads", {-1, a.num_heads}), target_source},
                                              hint + "_per_head_shape", {{"axis", int64_t{0}}})},
                               hint + "_per_head");
-  if (!average) return Value::list({Value::tensor(out), Value::tensor(per_head)});
+  if (!average) return per_head;
   std::string sum =
       g.op("ReduceSum", {per_head, ints("_head_axis", {1})}, hint + "_weights_sum", {{"keepdims", int64_t{0}}});
-  std::string mean =
-      g.op("Div", {sum, g.initializer(hint + "_num_heads", at::scalar_tensor(double(a.num_heads), at::kFloat))},
-           hint + "_average_weights");
-  return Value::list({Value::tensor(out), Value::tensor(mean)});
+  return g.op("Div", {sum, g.initializer(hint + "_num_heads", at::scalar_tensor(double(a.num_heads), at::kFloat))},
+              hint + "_average_weights");
+}
+
+/// A scripted LayerNorm module applied to `x`.
+std::string layer_norm_of(const Context& c, const torch::jit::Module& ln, const std::string& x) {
+  std::vector<int64_t> shape;
+  c10::IValue normalized = ln.attr("normalized_shape");  // a tuple in TorchScript
+  for (const c10::IValue& d :
+       normalized.isTuple() ? normalized.toTupleRef().elements().vec() : normalized.toListRef().vec()) {
+    shape.push_back(d.toInt());
+  }
+  return layer_norm(c, x, shape, tensor_attr(ln, "weight"), tensor_attr(ln, "bias"), ln.attr("eps").toDouble()).name;
+}
+
+/// A scripted Linear module applied to `x`.
+std::string linear_of(const Context& c, const torch::jit::Module& l, const std::string& x) {
+  return c.tensor(linear(c, Value::tensor(x), tensor_attr(l, "weight"), tensor_attr(l, "bias")));
+}
+
+/// TransformerEncoderLayer.forward in eval mode (no masks) on `x`.
+std::string encoder_layer(const Context& c, const torch::jit::Module& layer, const std::string& x) {
+  auto& g = c.g();
+  const std::string hint = c.hint();
+  Attention a = read(c, layer.attr("self_attn").toModule());
+  int64_t activation = layer.hasattr("activation_relu_or_gelu") ? layer.attr("activation_relu_or_gelu").toInt() : 0;
+  if (activation != 1 && activation != 2) c.fail("a TransformerEncoderLayer whose activation is not relu or gelu");
+  auto module = [&](const char* name) { return layer.attr(name).toModule(); };
+  auto self_attention = [&](const std::string& v) { return attend(c, a, {v, v, v}).out; };
+  auto feed_forward = [&](const std::string& v) {
+    std::string h = linear_of(c, module("linear1"), v);
+    h = activation == 1 ? g.op("Relu", {h}, hint + "_relu") : gelu(c, h);
+    return linear_of(c, module("linear2"), h);
+  };
+  auto add = [&](const std::string& u, const std::string& v) { return g.op("Add", {u, v}, hint + "_residual"); };
+  if (layer.attr("norm_first").toBool()) {
+    std::string y = add(x, self_attention(layer_norm_of(c, module("norm1"), x)));
+    return add(y, feed_forward(layer_norm_of(c, module("norm2"), y)));
+  }
+  std::string y = layer_norm_of(c, module("norm1"), add(x, self_attention(x)));
+  return layer_norm_of(c, module("norm2"), add(y, feed_forward(y)));
+}
+
+void no_masks(const Context& c, const std::vector<std::pair<size_t, const char*>>& masks) {
+  for (const auto& [index, keyword] : masks) {
+    if (c.arg(index, keyword).kind != Value::Kind::kNone) c.fail("attention with a mask has no ONNX form here");
+  }
+}
+
+}  // namespace
+
+Value multihead_attention(const Context& c, const torch::jit::Module& module) {
+  Attention a = read(c, module);
+  if (c.rank_of_arg(0) != 3) c.fail("MultiheadAttention on an unbatched input has no ONNX form here");
+  no_masks(c, {{3, "key_padding_mask"}, {5, "attn_mask"}});
+  std::vector<std::string> qkv;
+  for (size_t i = 0; i < 3; ++i) {  // a trace of self-attention takes the query alone
+    qkv.push_back(c.tensor(c.arg(i).kind == Value::Kind::kNone ? c.arg(0) : c.arg(i)));
+  }
+  Attended attended = attend(c, a, qkv);
+  if (module.get_method("forward").function().getSchema().returns().at(0).type()->kind() == c10::TypeKind::TensorType) {
+    return Value::tensor(attended.out);  // a trace that keeps only the output the model reads
+  }
+  if (!flag(c, 4, "need_weights", true)) return Value::list({Value::tensor(attended.out), Value{}});
+  bool average = flag(c, 6, "average_attn_weights", true);
+  return Value::list({Value::tensor(attended.out), Value::tensor(weights_per_head(c, a, attended.weights, average))});
+}
+
+Value transformer_encoder(const Context& c, const torch::jit::Module& module) {
+  if (c.rank_of_arg(0) != 3) c.fail("a Transformer encoder on an unbatched input has no ONNX form here");
+  no_masks(c, {{1, "mask"}, {2, "src_key_padding_mask"}, {1, "src_mask"}});
+  std::string x = c.tensor(c.arg(0));
+  if (!module.hasattr("layers")) return Value::tensor(encoder_layer(c, module, x));  // a TransformerEncoderLayer
+  for (const torch::jit::Module& layer : module.attr("layers").toModule().children()) x = encoder_layer(c, layer, x);
+  if (module.hasattr("norm") && module.attr("norm").isModule()) x = layer_norm_of(c, module.attr("norm").toModule(), x);
+  return Value::tensor(x);
 }
 
 }  // namespace qfx::io::onnx_export

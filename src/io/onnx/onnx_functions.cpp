@@ -386,13 +386,22 @@ std::string hardsigmoid(const Context& c, const std::string& x) {
   return c.g().op("HardSigmoid", {x}, c.hint(), {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}});
 }
 
+std::string gelu(const Context& c, const std::string& x) {
+  std::string hint = c.hint();
+  auto scalar = [&](const char* name, float v) {
+    return c.g().initializer(hint + name, at::scalar_tensor(v, at::kFloat));
+  };
+  std::string erf =
+      c.g().op("Erf", {c.g().op("Div", {x, scalar("_sqrt2", 1.4142135623730951f)}, hint + "_scaled")}, hint + "_erf");
+  std::string one_plus = c.g().op("Add", {erf, scalar("_one", 1.0f)}, hint + "_one_plus");
+  return c.g().op("Mul", {c.g().op("Mul", {x, one_plus}, hint + "_x_times"), scalar("_half", 0.5f)}, hint + "_gelu");
+}
+
 std::string hardswish(const Context& c, const std::string& x) {
   if (c.g().opset() >= 14) return c.g().op("HardSwish", {x}, c.hint());
   return c.g().op("Mul", {x, hardsigmoid(c, x)}, c.hint());
 }
 
-/// F.adaptive_avg_poolNd(x, output_size): GlobalAveragePool for size 1,
-/// else AveragePool with the kernel the example run's sizes give (when they divide).
 namespace {
 
 /// PyTorch's adaptive average over one dim as an [out, in] matrix: row i
@@ -423,6 +432,9 @@ Value uneven_adaptive_avg_pool(const Context& c, const std::vector<int64_t>& in,
 
 }  // namespace
 
+/// F.adaptive_avg_poolNd(x, output_size): GlobalAveragePool for size 1,
+/// AveragePool with the kernel the example run's sizes give when they
+/// divide, else averaging matrices.
 Value adaptive_avg_pool(const Context& c, std::vector<int64_t> out) {
   const std::vector<int64_t>& in = c.shape_of(c.node().args()[0].to_node());
   size_t n = in.size() - 2;

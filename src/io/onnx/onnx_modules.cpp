@@ -184,19 +184,10 @@ Value prelu(const Context& c, const torch::nn::Module& m) {
       c.g().op("PRelu", {c.tensor(c.arg(0)), c.constant(c.hint() + "_slope", slope.reshape(shape))}, c.hint()));
 }
 
-Value gelu(const Context& c, const torch::nn::Module& m) {
+Value gelu_module(const Context& c, const torch::nn::Module& m) {
   if (as<torch::nn::GELUImpl>(m).options.approximate() != "none")
     c.fail("GELU(approximate='tanh') has no ONNX form here");
-  // 0.5 * x * (1 + erf(x / sqrt(2)))
-  std::string hint = c.hint(), x = c.tensor(c.arg(0));
-  auto scalar = [&](const char* name, float v) {
-    return c.g().initializer(hint + name, at::scalar_tensor(v, at::kFloat));
-  };
-  std::string erf =
-      c.g().op("Erf", {c.g().op("Div", {x, scalar("_sqrt2", 1.4142135623730951f)}, hint + "_scaled")}, hint + "_erf");
-  std::string one_plus = c.g().op("Add", {erf, scalar("_one", 1.0f)}, hint + "_one_plus");
-  return Value::tensor(
-      c.g().op("Mul", {c.g().op("Mul", {x, one_plus}, hint + "_x_times"), scalar("_half", 0.5f)}, hint));
+  return Value::tensor(gelu(c, c.tensor(c.arg(0))));
 }
 
 Value recurrent_module(const Context& c, const torch::nn::Module& m) { return recurrent(c, m); }
@@ -250,7 +241,7 @@ const std::map<std::string, ModuleRule>& float_rules() {
          std::string x = c.tensor(c.arg(0));
          return Value::tensor(c.g().op("Mul", {x, c.g().op("Sigmoid", {x}, c.hint() + "_sigmoid")}, c.hint()));
        }},
-      {"torch.nn.GELU", gelu},
+      {"torch.nn.GELU", gelu_module},
       {"torch.nn.LeakyReLU",
        [](const Context& c, const torch::nn::Module& m) {
          auto alpha = static_cast<float>(as<LeakyReLUImpl>(m).options.negative_slope());
@@ -306,6 +297,10 @@ Value module_value(const Context& c, const torch::nn::Module& module, const std:
   auto* script = dynamic_cast<const nn::ScriptModuleImpl*>(&module);
   if (script != nullptr && nn::class_name_matches(script->python_class(), "MultiheadAttention")) {
     return multihead_attention(c, script->script());
+  }
+  if (script != nullptr && (nn::class_name_matches(script->python_class(), "TransformerEncoder") ||
+                            nn::class_name_matches(script->python_class(), "TransformerEncoderLayer"))) {
+    return transformer_encoder(c, script->script());
   }
   std::string type = ir::module_type_name(module);
   auto it = float_rules().find(type);

@@ -130,6 +130,12 @@ Value recurrent(const Context& c, const torch::nn::Module& float_module,
 /// masks): its (output, weights) as ONNX ops.
 Value multihead_attention(const Context& c, const torch::jit::Module& module);
 
+/// A scripted nn.TransformerEncoder or TransformerEncoderLayer `module`
+/// (eval mode, no masks, relu or gelu): its layers as ONNX ops.
+Value transformer_encoder(const Context& c, const torch::jit::Module& module);
+/// GELU (erf form) of float tensor `x`: 0.5 x (1 + erf(x / sqrt(2))).
+std::string gelu(const Context& c, const std::string& x);
+
 /// EmbeddingBag with mode sum or mean of `weight`'s rows: the gathered rows
 /// (times per_sample_weights) reduced per bag: a 2-d input's rows, or with
 /// offsets a product with the bags' 0/1 membership matrix.
