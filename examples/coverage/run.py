@@ -184,10 +184,9 @@ def onnx_runtime_cell(qfx, model_file, calib_file, work, stem, x, expected, int8
                           *extra], capture_output=True, text=True)
     if run.returncode != 0:
         return "fails: " + run.stderr.strip().splitlines()[-1][:110]
-    if x.dtype != torch.float32:
-        return "exported; not run (integer input)"
-    x.contiguous().numpy().tofile(x_file)
-    shape = ",".join(str(d) for d in x.shape)
+    integer = x.dtype != torch.float32  # token ids: int64
+    (x.long() if integer else x).contiguous().numpy().tofile(x_file)
+    shape = ",".join(str(d) for d in x.shape) + (":int64" if integer else "")
     ort = subprocess.run(["node", str(ORT_SCRIPT), "run", str(onnx_file), str(out_file), f"{x_file}:{shape}"],
                          capture_output=True, text=True)
     if ort.returncode != 0:

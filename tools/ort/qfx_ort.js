@@ -3,7 +3,7 @@
 // benchmarks: runs an ONNX model on raw float32 inputs, evaluates a
 // classifier on IDX images, times a model, lists the kernels ONNX Runtime ran.
 //
-//   qfx_ort.js run   MODEL.onnx OUT.bin IN.bin:1,3,224,224 ...   [--threads N] [--opt all|disabled]
+//   qfx_ort.js run   MODEL.onnx OUT.bin IN.bin:1,3,224,224[:int64] ...   [--threads N] [--opt all|disabled]
 //   qfx_ort.js eval  MODEL.onnx IMAGES.gz LABELS.gz --mean M --std S [--batch-size N] [--json FILE]
 //                    (the JSON has `qfx eval --json`'s keys)
 //   qfx_ort.js bench MODEL.onnx 1,3,224,224                   (latency at batch 1 and 8, 1 and 2 threads, JSON)
@@ -58,13 +58,16 @@ async function session(model, flags, extra = {}) {
   }
 }
 
-function readFloats(file, dims) {
+/// A raw little-endian input file: float32, or int64 (token ids, indices).
+function readTensor(file, dims, dtype = 'float32') {
   const buf = fs.readFileSync(file);
   const n = dims.reduce((a, b) => a * b, 1);
-  if (buf.length !== 4 * n) fail(`${file}: ${buf.length} bytes, expected ${4 * n} for shape ${dims.join(',')}`);
-  const data = new Float32Array(n);
+  const Type = dtype === 'int64' ? BigInt64Array : Float32Array;
+  const bytes = Type.BYTES_PER_ELEMENT * n;
+  if (buf.length !== bytes) fail(`${file}: ${buf.length} bytes, expected ${bytes} for ${dtype} shape ${dims.join(',')}`);
+  const data = new Type(n);
   Buffer.from(data.buffer).set(buf);
-  return new ort.Tensor('float32', data, dims);
+  return new ort.Tensor(dtype, data, dims);
 }
 
 /// run: the outputs, float32 in order, concatenated into OUT.bin.
@@ -73,9 +76,11 @@ async function run(argv) {
   const [model, out, ...inputs] = positional;
   const s = await session(model, flags);
   const feeds = {};
-  inputs.forEach((spec, i) => {
-    const at = spec.lastIndexOf(':');
-    feeds[s.inputNames[i]] = readFloats(spec.slice(0, at), shapeOf(spec.slice(at + 1)));
+  inputs.forEach((spec, i) => {  // FILE:SHAPE or FILE:SHAPE:int64
+    const dtype = spec.endsWith(':int64') ? 'int64' : 'float32';
+    const file = dtype === 'int64' ? spec.slice(0, -':int64'.length) : spec;
+    const at = file.lastIndexOf(':');
+    feeds[s.inputNames[i]] = readTensor(file.slice(0, at), shapeOf(file.slice(at + 1)), dtype);
   });
   const result = await s.run(feeds);
   const parts = s.outputNames.map((name) => {
