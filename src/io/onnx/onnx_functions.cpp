@@ -127,12 +127,63 @@ Value to(const Context& c) {
 
 Value pass_through(const Context& c) { return c.arg(0); }
 
+bool is_number(const Value& v) {
+  return v.kind == Kind::kConstant && (v.constant.isInt() || v.constant.isDouble() || v.constant.isBool());
+}
+
+/// Python's `a op b` on two numbers known at export time (sizes, dims):
+/// ints stay ints (floor division and modulo rounding down), else doubles.
+Value folded(const Context& c, const std::string& op_type, const c10::IValue& a, const c10::IValue& b) {
+  double x = a.toScalar().toDouble(), y = b.toScalar().toDouble();
+  static const std::map<std::string, std::function<bool(double, double)>> kComparisons = {
+      {"Greater", std::greater<>()},        {"Less", std::less<>()},      {"GreaterOrEqual", std::greater_equal<>()},
+      {"LessOrEqual", std::less_equal<>()}, {"Equal", std::equal_to<>()}, {"NotEqual", std::not_equal_to<>()}};
+  auto compare = kComparisons.find(op_type);
+  if (compare != kComparisons.end()) return Value::of_constant(compare->second(x, y));
+  if ((op_type == "Mod" || op_type == "FloorDiv" || op_type == "Div") && y == 0) c.fail("division by zero");
+  if (op_type == "Div") return Value::of_constant(x / y);
+  if (!a.isDouble() && !b.isDouble()) {
+    int64_t i = a.toScalar().toLong(), j = b.toScalar().toLong();
+    int64_t floor_div = i / j - ((i % j != 0) && ((i < 0) != (j < 0)));
+    if (op_type == "Add") return Value::of_constant(i + j);
+    if (op_type == "Sub") return Value::of_constant(i - j);
+    if (op_type == "Mul") return Value::of_constant(i * j);
+    if (op_type == "FloorDiv") return Value::of_constant(floor_div);
+    if (op_type == "Mod") return Value::of_constant(i - floor_div * j);
+  }
+  if (op_type == "Add") return Value::of_constant(x + y);
+  if (op_type == "Sub") return Value::of_constant(x - y);
+  if (op_type == "Mul") return Value::of_constant(x * y);
+  if (op_type == "FloorDiv") return Value::of_constant(std::floor(x / y));
+  if (op_type == "Mod") return Value::of_constant(x - std::floor(x / y) * y);
+  c.fail("no ONNX form for this op on numbers");
+}
+
+/// `a op b`: folded when both are numbers known at export time, else the
+/// ONNX op (comparisons give bool tensors; NotEqual is Not(Equal)).
 Rule binary(const std::string& op_type) {
   return [op_type](const Context& c) {
     const Value& alpha = c.arg(2, "alpha");
     if (alpha.kind != Kind::kNone && c.double_of(alpha) != 1.0) c.fail("add/sub with alpha != 1");
-    return Value::tensor(c.g().op(op_type, {c.tensor(c.arg(0)), c.tensor(c.arg(1, "other"))}, c.hint()));
+    const Value& a = c.arg(0);
+    const Value& b = c.arg(1, "other");
+    if (is_number(a) && is_number(b)) return folded(c, op_type, a.constant, b.constant);
+    if (op_type == "Mod" || op_type == "FloorDiv") c.fail("% and // of tensors have no ONNX form here");
+    if (op_type == "NotEqual") {
+      std::string equal = c.g().op("Equal", {c.tensor(a), c.tensor(b)}, c.hint() + "_equal");
+      return Value::tensor(c.g().op("Not", {equal}, c.hint()));
+    }
+    return Value::tensor(c.g().op(op_type, {c.tensor(a), c.tensor(b)}, c.hint()));
   };
+}
+
+/// torch._assert(condition, message): nothing when the condition is known
+/// true at export time (a rank or size check); an error otherwise.
+Value assert_rule(const Context& c) {
+  const Value& condition = c.arg(0);
+  if (!is_number(condition)) c.fail("torch._assert on a value known only at run time has no ONNX form here");
+  if (condition.constant.toScalar().toDouble() == 0) c.fail("torch._assert fails on the example input");
+  return Value{};
 }
 
 Rule unary_rule(const std::string& op_type) {
@@ -204,9 +255,14 @@ Value getitem(const Context& c) {
     if (i < 0 || i >= static_cast<int64_t>(x.items.size())) c.fail("index out of range");
     return x.items[i];
   }
-  if (x.kind == Kind::kTensor && c.arg(1).kind == Kind::kConstant && c.arg(1).constant.isInt()) {
+  bool per_tensor = x.kind == Kind::kTensor || ((x.kind == Kind::kQuantized || x.kind == Kind::kDequantized) &&
+                                                !x.name.empty() && x.qparams.axis < 0);
+  if (per_tensor && c.arg(1).kind == Kind::kConstant && c.arg(1).constant.isInt()) {
+    // x[i] along dim 0: the same integers (and qparams) for a quantized value
     std::string index = c.g().initializer(c.hint() + "_index", at::scalar_tensor(c.int_of(c.arg(1)), at::kLong));
-    return Value::tensor(c.g().op("Gather", {x.name, index}, c.hint()));
+    Value item = x;
+    item.name = c.g().op("Gather", {x.name, index}, c.hint());
+    return item;
   }
   c.fail("indexing a tensor with slices or tensors has no ONNX form here");
 }
@@ -479,6 +535,21 @@ const std::map<std::string, Rule>& function_rules() {
         {"torch.softmax", softmax_rule},
         {"torch.nn.functional.softmax", softmax_rule},
         {"operator.getitem", getitem},
+        {"operator.mod", binary("Mod")},
+        {"operator.floordiv", binary("FloorDiv")},
+        {"operator.gt", binary("Greater")},
+        {"torch.gt", binary("Greater")},
+        {"operator.lt", binary("Less")},
+        {"torch.lt", binary("Less")},
+        {"operator.ge", binary("GreaterOrEqual")},
+        {"torch.ge", binary("GreaterOrEqual")},
+        {"operator.le", binary("LessOrEqual")},
+        {"torch.le", binary("LessOrEqual")},
+        {"operator.eq", binary("Equal")},
+        {"torch.eq", binary("Equal")},
+        {"operator.ne", binary("NotEqual")},
+        {"torch.ne", binary("NotEqual")},
+        {"torch._assert", assert_rule},
         {ir::op::kTorchRelu, unary_rule("Relu")},
         {ir::op::kFunctionalRelu, unary_rule("Relu")},
         {"torch.relu_", unary_rule("Relu")},
