@@ -173,6 +173,25 @@ TEST(OnnxExportOracle, EmbeddingBagMeanWithAnEmptyBagIsLibTorchs) {
   test::keep_for_onnx("onnx_embedding_bag_mean", *gm, inputs, expected, expected, 0);
 }
 
+// Sizes and ranks known at export time are folded as Python computes them:
+// floor division and modulo round toward minus infinity.
+TEST(OnnxExport, ArithmeticOnNumbersKnownAtExportTimeIsPythons) {
+  auto gm = std::make_unique<ir::GraphModule>();
+  ir::Graph& g = gm->graph();
+  ir::Node* x = g.placeholder("x");
+  ir::Node* rank = g.call_method("dim", {x});
+  ir::Node* start = g.call_function("operator.mod", {rank, int64_t{3}});  // 4 % 3 = 1
+  ir::Node* end = g.call_function(
+      "operator.floordiv", {g.call_function("operator.sub", {rank, int64_t{9}}), int64_t{2}});  // -5 // 2 = -3, not -2
+  g.call_function("torch._assert", {g.call_function("operator.eq", {rank, int64_t{4}}), std::string("rank 4")});
+  g.output(g.call_function("torch.flatten", {x, start, end}));
+  onnx::ModelProto model = exported(*gm, torch::ones({2, 3, 4, 5}));
+  const auto& shape = model.graph().output(0).type().tensor_type().shape();
+  ASSERT_EQ(shape.dim_size(), 4) << "flatten(x, 1, -3) keeps every dim";
+  EXPECT_EQ(shape.dim(1).dim_value(), 3);
+  for (const auto& node : model.graph().node()) EXPECT_NE(node.op_type(), "Mod") << "folded at export time";
+}
+
 TEST(OnnxExport, OpWithoutOnnxFormIsAnErrorNamingTheNodeAndNothingIsWritten) {
   auto gm = std::make_unique<ir::GraphModule>();
   ir::Graph& g = gm->graph();
