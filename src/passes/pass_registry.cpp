@@ -72,6 +72,10 @@ const std::vector<PassInfo>& pass_registry() {
   static const std::vector<PassInfo> passes = {
       {"fuse", "fuse the BackendConfig's fusion patterns into fused modules (fuse_fx)",
        &with_own_options<FuseOptions, fuse>},
+      {"equalize", "cross-layer equalization of consecutive conv/linear layers (through ReLU)",
+       &with_own_options<EqualizeOptions, equalize>},
+      {"correct-bias", "empirical bias correction of quantized weights' mean shift, from calibration data",
+       &with_own_options<CorrectBiasOptions, correct_bias>},
       {"swap-qat-modules", "modules with a qconfig become the BackendConfig's QAT modules (prepare_qat_fx)",
        &with_own_options<SwapQatModulesOptions, swap_qat_modules>},
       {"insert-observers", "insert observers where the QConfigMapping and the BackendConfig allow (prepare_fx)",

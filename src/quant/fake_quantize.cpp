@@ -31,6 +31,8 @@ void check_range_fits(const ObserverSpec& observer, int64_t quant_min, int64_t q
   TORCH_CHECK(quant_max <= hi, "FakeQuantize: quant_max out of bound for the observer's dtype");
 }
 
+}  // namespace
+
 at::Tensor fake_quantize(const at::Tensor& x, const ActivationPostProcess& observer, const at::Tensor& scale,
                          const at::Tensor& zero_point) {
   auto [quant_min, quant_max] = observer.quant_range();
@@ -39,8 +41,6 @@ at::Tensor fake_quantize(const at::Tensor& x, const ActivationPostProcess& obser
   }
   return at::fake_quantize_per_tensor_affine(x, scale, zero_point, quant_min, quant_max);
 }
-
-}  // namespace
 
 void FakeQuantizeBase::register_flags(c10::ScalarType dtype) {
   fake_quant_enabled_ = register_buffer("fake_quant_enabled", at::ones({1}, dtype));

@@ -4,6 +4,7 @@
 
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/python_literals.h"
+#include "qfx/quant/calibration_observers.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/histogram_observer.h"
 #include "qfx/quant/min_max_observers.h"
@@ -16,6 +17,7 @@ namespace {
 
 constexpr const char* kObserverModule = "torch.ao.quantization.observer.";
 constexpr const char* kFakeQuantModule = "torch.ao.quantization.fake_quantize.";
+constexpr const char* kQfxObserverModule = "qfx.observer.";
 
 // Python's str() of a small tensor: `tensor([1.0000, 0.5000])`,
 // `tensor([1], dtype=torch.uint8)`; 0-dim floats print as numbers.
@@ -138,6 +140,22 @@ void add_observers(ObserverRegistry& r) {
   });
 }
 
+// qfx's calibration observers: bins, percentile, ch_axis and PyTorch's uniform arguments.
+template <typename Module>
+void add_calibration_observer(ObserverRegistry& r, const char* name) {
+  r.add(std::string(kQfxObserverModule) + name, [](SpecReader& a) {
+    auto o = CalibrationObserverOptions().bins(a.integer("bins", 2048)).ch_axis(a.integer("ch_axis", 0));
+    if (std::is_same_v<Module, PercentileObserver>) o.percentile(a.real("percentile", 99.99));
+    return make<Module>(read_uniform(a, o));
+  });
+}
+
+void add_calibration_observers(ObserverRegistry& r) {
+  add_calibration_observer<PercentileObserver>(r, "PercentileObserver");
+  add_calibration_observer<EntropyObserver>(r, "EntropyObserver");
+  add_calibration_observer<MSEObserver>(r, "MSEObserver");
+}
+
 void add_simple_observers(ObserverRegistry& r) {
   std::string m = kObserverModule;
   r.add(m + "PlaceholderObserver", [](SpecReader& a) {
@@ -207,6 +225,10 @@ void add_module_kinds() {
   add_module_kind<MovingAveragePerChannelMinMaxObserverImpl>(
       m + "MovingAveragePerChannelMinMaxObserver", min_max_repr<MovingAveragePerChannelMinMaxObserverImpl>, kObserver);
   add_module_kind<HistogramObserverImpl>(m + "HistogramObserver", min_max_repr<HistogramObserverImpl>, kObserver);
+  std::string q = kQfxObserverModule;
+  add_module_kind<PercentileObserverImpl>(q + "PercentileObserver", min_max_repr<PercentileObserverImpl>, kObserver);
+  add_module_kind<EntropyObserverImpl>(q + "EntropyObserver", min_max_repr<EntropyObserverImpl>, kObserver);
+  add_module_kind<MSEObserverImpl>(q + "MSEObserver", min_max_repr<MSEObserverImpl>, kObserver);
   add_module_kind<PlaceholderObserverImpl>(m + "PlaceholderObserver", no_repr);
   add_module_kind<FixedQParamsObserverImpl>(m + "FixedQParamsObserver", no_repr);
   add_module_kind<NoopObserverImpl>(m + "NoopObserver", no_repr);
@@ -225,6 +247,7 @@ void add_module_kinds() {
 void register_builtins() {
   ObserverRegistry& r = ObserverRegistry::instance();
   add_observers(r);
+  add_calibration_observers(r);
   add_simple_observers(r);
   add_fake_quantizers(r);
   add_module_kinds();

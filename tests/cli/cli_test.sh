@@ -103,6 +103,25 @@ done
   || fail "observe --weight exited $?"
 grep -q '"zero_point": \[' "$work/weight.json" || fail "observe --weight printed no qparams"
 
+# qfx's calibration observers: PercentileObserver's qparams are those of numpy's percentiles of all batches
+"$python" -c 'import sys, torch; torch.manual_seed(0); torch.save([torch.randn(20000) * 2 + 0.5, torch.randn(20000)], sys.argv[1])' \
+  "$work/percentile_in.pt"
+echo '{"type": "qfx.observer.PercentileObserver", "args": {"percentile": 99.0}}' >"$work/percentile.json"
+"$qfx" observe --observer "$work/percentile.json" --input "$work/percentile_in.pt" >"$work/percentile_out.json" \
+  || fail "observe with PercentileObserver exited $?"
+"$python" - "$work/percentile_in.pt" "$work/percentile_out.json" <<'PY' || fail "PercentileObserver's qparams are not the data's percentiles'"
+import json, sys
+import numpy as np, torch
+x = torch.cat(torch.load(sys.argv[1])).numpy()
+observer = torch.ao.quantization.MinMaxObserver()
+observer(torch.tensor([np.percentile(x, 1), np.percentile(x, 99)], dtype=torch.float32))
+scale, zero_point = observer.calculate_qparams()
+ours = json.load(open(sys.argv[2]))
+# the observer's histogram has 2048 bins: each end is within a bin (0.05% of the range) of numpy's percentile
+assert abs(ours['scale'][0] - scale.item()) <= 1e-3 * scale.item(), (ours, scale)
+assert abs(ours['zero_point'][0] - zero_point.item()) <= 1, (ours, zero_point)
+PY
+
 # --- bad input -----------------------------------------------------------
 out="$work/never.pt"
 "$python" -c "import torch, sys; torch.save(torch.rand(2, 5, 8, 8), sys.argv[1])" "$work/bad_shape.pt"
@@ -347,6 +366,20 @@ for model_path, report in ((sys.argv[1], sys.argv[3]), (sys.argv[2], sys.argv[4]
 float_top1, int8_top1 = (json.load(open(p))['top1'] for p in sys.argv[3:5])
 assert float_top1 - int8_top1 < 0.01, (float_top1, int8_top1)
 PY
+# cross-layer equalization and bias correction before observation: the qnnpack (per-tensor) model stays within a
+# point of float on the same 2,560 images
+"$qfx" quantize "$demo_model" -o "$work/fmnist_cle.pt" --engine qnnpack --equalize --correct-bias \
+  --calib "$fmnist/train-images-idx3-ubyte.gz" "${norm[@]}" --batch-size 32 --calib-batches 16 --seed 0 -q \
+  || fail "quantize --equalize --correct-bias exited $?"
+"$qfx" eval "$work/fmnist_cle.pt" --engine qnnpack --data "$fmnist/t10k-images-idx3-ubyte.gz" "${norm[@]}" \
+  --limit-batches 40 -q --json "$work/eval_cle.json" >/dev/null || fail "eval of the equalized model exited $?"
+"$python" -c 'import json, sys; f, q = (json.load(open(p))["top1"] for p in sys.argv[1:]); assert f - q < 0.01, (f, q)' \
+  "$work/eval_float.json" "$work/eval_cle.json" || fail "the equalized, bias-corrected model lost a point or more"
+expect_error 1 "--correct-bias needs calibration data: pass --calib DATA" -- \
+  quantize "$demo_model" -o "$work/never.pt" --correct-bias
+expect_error 1 "--equalize and --correct-bias are for post-training static quantization" -- \
+  quantize "$demo_model" -o "$work/never.pt" --equalize --dynamic
+
 # threads per engine: onednn LibTorch's default (PyTorch's torch.get_num_threads());
 # qnnpack one, unless OpenMP waits passively or OMP_NUM_THREADS is set
 # (docs/benchmarks.md, thread policy)

@@ -28,7 +28,10 @@ TEST(ObserverModule, StateTravelsWithCloneAndSave) {
   const std::vector<ObserverSpec> specs = {
       ObserverSpec("HistogramObserver"),
       ObserverSpec("PerChannelMinMaxObserver", {{"dtype", c10::kQInt8}, {"qscheme", c10::kPerChannelSymmetric}}),
-      ObserverSpec("MovingAverageMinMaxObserver")};
+      ObserverSpec("MovingAverageMinMaxObserver"),
+      ObserverSpec("qfx.observer.PercentileObserver"),
+      ObserverSpec("qfx.observer.MSEObserver", {{"dtype", c10::kQInt8}, {"qscheme", c10::kPerChannelSymmetric}}),
+      ObserverSpec("qfx.observer.EntropyObserver")};
   for (const ObserverSpec& spec : specs) {
     SCOPED_TRACE(spec.repr());
     auto observer = spec.make();

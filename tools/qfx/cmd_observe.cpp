@@ -5,6 +5,7 @@
 
 #include "qfx/io/tensor_io.h"
 #include "qfx/quant/min_max_observers.h"
+#include "qfx/quant/calibration_observers.h"
 #include "qfx/quant/histogram_observer.h"
 #include "qfx/quant/qconfig_json.h"
 
@@ -45,6 +46,8 @@ nlohmann::json range_of(const quant::ActivationPostProcess& observer, const char
     value = std::string(which) == "min" ? m->min_val : m->max_val;
   } else if (auto* h = dynamic_cast<const quant::HistogramObserverImpl*>(&observer)) {
     value = std::string(which) == "min" ? h->min_val : h->max_val;
+  } else if (auto* c = dynamic_cast<const quant::CalibrationObserver*>(&observer)) {
+    value = std::string(which) == "min" ? c->min_val : c->max_val;
   } else {
     return nullptr;
   }

@@ -17,6 +17,7 @@
 #include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
+#include "qfx/passes/pass_manager.h"
 #include "qfx/quant/qconfig.h"
 #include "qfx/numeric_compare.h"
 #include "qfx/quantize.h"
@@ -45,6 +46,7 @@ struct Options {
   TrainArgs train;
   OnnxArgs onnx;
   bool dynamic = false, reference = false, print = false, quiet = false, force = false;
+  bool equalize = false, correct_bias = false;
 };
 
 class Stopwatch {
@@ -60,8 +62,9 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-/// Runs the prepared model on the calibration data, batch by batch.
-void calibrate(ir::GraphModule& gm, const Options& o) {
+/// The calibration data, batch by batch.
+void for_each_calibration_batch(const Options& o, const std::string& label,
+                                const std::function<void(const io::Batch&)>& fn) {
   io::DataOptions options = o.data_args.resolved();
   options.max_batches = o.calib_batches;
   std::unique_ptr<io::DataSource> source;
@@ -70,9 +73,34 @@ void calibrate(ir::GraphModule& gm, const Options& o) {
   } catch (const c10::Error& e) {
     TORCH_CHECK(false, "calibration data: ", e.what_without_backtrace());
   }
+  for_each_batch(*source, "calibration data '" + o.calib + "'", label, o.quiet,
+                 [&](const io::Batch& batch, int64_t) { fn(batch); });
+}
+
+/// Runs the prepared model on the calibration data, batch by batch.
+void calibrate(ir::GraphModule& gm, const Options& o) {
   ir::Interpreter interpreter(gm);
-  for_each_batch(*source, "calibration data '" + o.calib + "'", "calibrate", o.quiet,
-                 [&](const io::Batch& batch, int64_t) { interpreter.run(batch.inputs); });
+  for_each_calibration_batch(o, "calibrate", [&](const io::Batch& batch) { interpreter.run(batch.inputs); });
+}
+
+/// `--equalize`, `--correct-bias`: fuses (batch norms folded), then runs the
+/// accuracy passes on the float model before observation.
+void improve_float_model(ir::GraphModule& gm, const quant::QConfigMapping& mapping,
+                         const backend::BackendConfig& backend, const Options& o) {
+  if (!o.equalize && !o.correct_bias) return;
+  passes::PassOptions options;
+  options.backend_config = std::shared_ptr<const backend::BackendConfig>(std::shared_ptr<const void>(), &backend);
+  options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(mapping);
+  passes::PassManager pipeline;
+  pipeline.add("fuse");
+  if (o.equalize) pipeline.add("equalize");
+  if (o.correct_bias) {
+    auto inputs = std::make_shared<std::vector<std::vector<c10::IValue>>>();
+    for_each_calibration_batch(o, "measure", [&](const io::Batch& batch) { inputs->push_back(batch.inputs); });
+    options.calibration_inputs = inputs;
+    pipeline.add("correct-bias");
+  }
+  pipeline.run(gm, options);
 }
 
 quant::QConfigMapping mapping_for(const Options& o) {
@@ -133,6 +161,10 @@ void check_options(const Options& o) {
   TORCH_CHECK(!o.dynamic || o.qconfig == "default",
               "--dynamic sets the QConfigMapping (default_dynamic_qconfig) and --qconfig another: give one of them "
               "(a dynamic qconfig in a --qconfig file quantizes dynamically too)");
+  TORCH_CHECK(!(o.equalize || o.correct_bias) || !(is_qat(o) || o.dynamic),
+              "--equalize and --correct-bias are for post-training static quantization, not with --qconfig qat or "
+              "--dynamic");
+  TORCH_CHECK(!o.correct_bias || !o.calib.empty(), "--correct-bias needs calibration data: pass --calib DATA");
   TORCH_CHECK(o.dynamic || !o.calib.empty() || !o.train.data.empty(),
               "static quantization needs calibration data: pass --calib DATA (or --train DATA, or --dynamic)");
 }
@@ -162,6 +194,7 @@ void run(const Options& o) {
   timings["import_s"] = clock.lap();
   // The float model as imported, for the HTML report's comparison.
   std::unique_ptr<ir::GraphModule> float_copy = !o.report_html.empty() && !o.calib.empty() ? gm->deep_copy() : nullptr;
+  improve_float_model(*gm, mapping, backend, o);
   prepare(*gm, mapping, backend, custom, o);
   timings["prepare_s"] = clock.lap();
   if (!o.train.data.empty()) {
@@ -230,6 +263,12 @@ void add_quantize_command(CLI::App& app, Action& action) {
   cmd->add_flag("--dynamic", o->dynamic,
                 "dynamic quantization (default_dynamic_qconfig) of what the backend quantizes dynamically: Linear, "
                 "LSTM, GRU and the RNN cells; the rest stays float; no calibration");
+  cmd->add_flag("--equalize", o->equalize,
+                "cross-layer equalization before observation: consecutive conv/linear layers (through ReLU) scaled "
+                "so each channel's weight range matches (same float function)");
+  cmd->add_flag("--correct-bias", o->correct_bias,
+                "bias correction before observation: each quantized layer's bias absorbs the mean shift its weight "
+                "quantization causes, measured on the calibration data");
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings")->check(output_file());
   cmd->add_option(

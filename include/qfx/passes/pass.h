@@ -9,6 +9,8 @@
 #include "qfx/passes/custom_config.h"
 #include "qfx/quant/qconfig_mapping.h"
 
+#include <ATen/core/ivalue.h>
+
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -51,6 +53,9 @@ struct PassOptions {
   /// Runs the passes' independent jobs (pass_jobs.h); null runs each job
   /// when the pass takes its result. The PassManager sets its own.
   JobRunner* jobs = nullptr;
+  /// The calibration batches (each the model's positional inputs), for
+  /// passes that measure the float model (correct-bias).
+  std::shared_ptr<const std::vector<std::vector<c10::IValue>>> calibration_inputs;
 };
 
 /// The backend a pass reads.
@@ -67,6 +72,21 @@ struct FuseOptions : BackendOption {
   std::ostream* explain = nullptr;  ///< why a candidate was not fused
   JobRunner* jobs = nullptr;        ///< builds fused modules beside the pass (null: in it)
   static FuseOptions of(const PassOptions& pipeline);
+};
+
+/// `equalize`'s options.
+struct EqualizeOptions {
+  std::ostream* explain = nullptr;  ///< lists the pairs equalized
+  static EqualizeOptions of(const PassOptions& pipeline);
+};
+
+/// `correct-bias`'s options.
+struct CorrectBiasOptions : BackendOption {
+  std::shared_ptr<const quant::QConfigMapping> qconfig_mapping;  ///< required: the nodes' weight observers
+  /// Required: the batches the input means are measured on.
+  std::shared_ptr<const std::vector<std::vector<c10::IValue>>> calibration_inputs;
+  std::ostream* explain = nullptr;  ///< each corrected layer and its largest mean shift
+  static CorrectBiasOptions of(const PassOptions& pipeline);
 };
 
 /// `swap-qat-modules`' options.
@@ -123,6 +143,21 @@ const PassInfo& find_pass(const std::string& name);
 /// `fuse`: replaces the BackendConfig's fusion patterns (configs with a fuser
 /// method or a fused module) by their fused modules, as PyTorch's fuse_fx.
 bool fuse(ir::GraphModule& gm, const FuseOptions& options = {});
+
+/// `equalize`: cross-layer equalization (Nagel et al. 2019): for each conv or
+/// linear whose output feeds another alone (directly or through a ReLU,
+/// fused or not), scales the first's output channels down and the second's
+/// input channels up so each channel's weight range is the same in both;
+/// the float model computes the same function. Run after `fuse` (batch
+/// norms folded).
+bool equalize(ir::GraphModule& gm, const EqualizeOptions& options = {});
+
+/// `correct-bias`: empirical bias correction (Nagel et al. 2019): each conv
+/// or linear whose qconfig quantizes its weight gets b -= (W~ - W) E[x], with
+/// W~ the weight as its qconfig's weight observer quantizes it and E[x] the
+/// per-channel mean of its input on the calibration data. Run after `fuse`
+/// (and `equalize`), before observation.
+bool correct_bias(ir::GraphModule& gm, const CorrectBiasOptions& options);
 
 /// `swap-qat-modules`: each module with a qconfig whose type the
 /// BackendConfig maps to a QAT module (`qat_module`) becomes that module

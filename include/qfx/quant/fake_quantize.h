@@ -14,6 +14,11 @@
 
 namespace qfx::quant {
 
+/// `x` fake-quantized with `scale` and `zero_point` on the quantization range,
+/// scheme and channel axis of `observer` (the qparams it gave).
+at::Tensor fake_quantize(const at::Tensor& x, const ActivationPostProcess& observer, const at::Tensor& scale,
+                         const at::Tensor& zero_point);
+
 /// Flags shared by the fake-quantize modules.
 class FakeQuantizeBase : public ActivationPostProcess {
  public:

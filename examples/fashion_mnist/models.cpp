@@ -1,0 +1,98 @@
+// The classifiers of models.h, node by node.
+
+#include "models.h"
+
+#include <torch/torch.h>
+
+namespace fashion_mnist {
+namespace {
+
+using qfx::ir::Node;
+
+std::unique_ptr<qfx::ir::GraphModule> make_cnn() {
+  auto gm = std::make_unique<qfx::ir::GraphModule>();
+  gm->add_submodule("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 16, 3).padding(1)).ptr());
+  gm->add_submodule("relu1", torch::nn::ReLU().ptr());
+  gm->add_submodule("pool1", torch::nn::MaxPool2d(2).ptr());
+  gm->add_submodule("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(16, 32, 3).padding(1)).ptr());
+  gm->add_submodule("relu2", torch::nn::ReLU().ptr());
+  gm->add_submodule("pool2", torch::nn::MaxPool2d(2).ptr());
+  gm->add_submodule("fc1", torch::nn::Linear(32 * 7 * 7, 128).ptr());
+  gm->add_submodule("relu3", torch::nn::ReLU().ptr());
+  gm->add_submodule("fc2", torch::nn::Linear(128, 10).ptr());
+  qfx::ir::Graph& g = gm->graph();
+  Node* x = g.placeholder("x");
+  for (const char* m : {"conv1", "relu1", "pool1", "conv2", "relu2", "pool2"}) x = g.call_module(m, {x});
+  x = g.call_function("torch.flatten", {x, int64_t{1}});
+  for (const char* m : {"fc1", "relu3", "fc2"}) x = g.call_module(m, {x});
+  g.output(x);
+  return gm;
+}
+
+/// Adds modules and nodes under dotted names ("blocks.0.conv1").
+class Builder {
+ public:
+  explicit Builder(qfx::ir::GraphModule& gm) : gm_(gm) {}
+
+  /// conv (no bias) -> batch norm [-> relu]
+  Node* conv_bn(Node* x, const std::string& name, int64_t in, int64_t out, int64_t kernel, int64_t stride,
+                int64_t groups, bool relu) {
+    auto options = torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).groups(groups);
+    x = module(x, name + ".conv", torch::nn::Conv2d(options.bias(false)).ptr());
+    x = module(x, name + ".bn", torch::nn::BatchNorm2d(out).ptr());
+    return relu ? module(x, name + ".relu", torch::nn::ReLU().ptr()) : x;
+  }
+
+  /// MobileNetV2's inverted residual block.
+  Node* inverted_residual(Node* x, const std::string& name, int64_t in, int64_t out, int64_t expand, int64_t stride) {
+    Node* input = x;
+    const int64_t hidden = in * expand;
+    if (expand != 1) x = conv_bn(x, name + ".expand", in, hidden, 1, 1, 1, true);
+    x = conv_bn(x, name + ".depthwise", hidden, hidden, 3, stride, hidden, true);
+    x = conv_bn(x, name + ".project", hidden, out, 1, 1, 1, false);
+    if (stride == 1 && in == out) x = gm_.graph().call_function("operator.add", {x, input});
+    return x;
+  }
+
+  Node* module(Node* x, const std::string& path, std::shared_ptr<torch::nn::Module> m) {
+    gm_.add_submodule(path, std::move(m));
+    return gm_.graph().call_module(path, {x});
+  }
+
+ private:
+  qfx::ir::GraphModule& gm_;
+};
+
+std::unique_ptr<qfx::ir::GraphModule> make_mobilenet() {
+  auto gm = std::make_unique<qfx::ir::GraphModule>();
+  Builder b(*gm);
+  qfx::ir::Graph& g = gm->graph();
+  Node* x = b.conv_bn(g.placeholder("x"), "stem", 1, 16, 3, 1, 1, true);
+  struct Block {
+    int64_t in, out, expand, stride;
+  };
+  const Block blocks[] = {{16, 16, 1, 1}, {16, 24, 4, 2}, {24, 24, 4, 1}, {24, 32, 4, 2}, {32, 32, 4, 1}};
+  int index = 0;
+  for (const Block& block : blocks) {
+    x = b.inverted_residual(x, "blocks." + std::to_string(index++), block.in, block.out, block.expand, block.stride);
+  }
+  x = b.conv_bn(x, "head", 32, 128, 1, 1, 1, true);
+  x = b.module(x, "pool", torch::nn::AdaptiveAvgPool2d(1).ptr());
+  x = g.call_function("torch.flatten", {x, int64_t{1}});
+  x = b.module(x, "classifier", torch::nn::Linear(128, 10).ptr());
+  g.output(x);
+  return gm;
+}
+
+}  // namespace
+
+std::unique_ptr<qfx::ir::GraphModule> make_model(const std::string& name) {
+  std::unique_ptr<qfx::ir::GraphModule> gm;
+  if (name == "cnn") gm = make_cnn();
+  if (name == "mobilenet") gm = make_mobilenet();
+  TORCH_CHECK(gm != nullptr, "unknown model '", name, "' (models: cnn, mobilenet)");
+  gm->lint();
+  return gm;
+}
+
+}  // namespace fashion_mnist

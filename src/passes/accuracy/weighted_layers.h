@@ -1,0 +1,33 @@
+#pragma once
+// The float conv and linear layers of a (fused) graph, as the accuracy passes
+// (equalize, correct-bias) rewrite their parameters: the layer's weight and
+// bias, its groups, and whether a ReLU follows inside a fused module.
+
+#include "qfx/ir/graph_module.h"
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <optional>
+
+namespace qfx::passes::detail {
+
+/// A Conv1d/2d/3d or Linear, alone or as the first module of ConvReLU* /
+/// LinearReLU.
+struct WeightedLayer {
+  torch::nn::Module* module = nullptr;  ///< the conv or linear itself
+  at::Tensor weight;                    ///< [out, in / groups, ...]
+  at::Tensor* bias = nullptr;           ///< the module's bias member (may be undefined)
+  int64_t groups = 1;
+  bool relu = false;  ///< a fused ReLU follows
+  /// The layer's bias, made (zeros, registered) when it has none.
+  at::Tensor& ensure_bias();
+};
+
+/// The layer `node` calls, or nullopt when it calls none.
+std::optional<WeightedLayer> weighted_layer(const ir::GraphModule& gm, const ir::Node& node);
+
+/// True for a ReLU node (module, function or method) with one input.
+bool is_relu(const ir::GraphModule& gm, const ir::Node& node);
+
+}  // namespace qfx::passes::detail
