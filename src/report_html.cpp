@@ -24,7 +24,7 @@ table { border-collapse: collapse; margin: 8px 0; }
 th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.float td { color: #888; }
-#chart-box { width: 100%; max-width: 1100px; height: 360px; }
+#chart-box, #sensitivity-box { width: 100%; max-width: 1100px; height: 360px; }
 .muted { color: #777; }
 </style>
 </head>
@@ -33,6 +33,7 @@ tr.float td { color: #888; }
 <div id="summary"></div>
 <div id="models"></div>
 <div id="compare"><h2>Per-layer SQNR (dB, higher is better)</h2><div id="chart-box"><canvas id="sqnr-chart"></canvas></div><div id="compare-table"></div></div>
+<div id="sensitivity"><h2>Sensitivity (each node alone float / alone quantized)</h2><div id="sensitivity-box"><canvas id="sensitivity-chart"></canvas></div><div id="sensitivity-table"></div></div>
 <div id="nodes"></div>
 <script type="application/json" id="qfx-report">)html";
 
@@ -104,6 +105,33 @@ constexpr const char* kRender = R"html(</script>
     canvas.setAttribute('data-rendered-bars', String(chart.getDatasetMeta(0).data.length));
   } else {
     document.getElementById('compare').remove();
+  }
+
+  const sensitivity = report.sensitivity;
+  if (sensitivity && sensitivity.nodes && sensitivity.nodes.length) {
+    const unit = sensitivity.metric === 'top1' ? '%' : ' dB';
+    const score = v => v === null ? 'inf' : fixed(v, 2) + unit;
+    const rows = sensitivity.nodes.map((n, i) => ({cells: [i + 1, n.node, n.target + (n.type ? ' (' + n.type + ')' : ''),
+                                                           score(n.only_float), score(n.only_quantized)]}));
+    document.getElementById('sensitivity-table').append(
+        el('div', {class: 'muted'}, sensitivity.metric + ': float ' + score(sensitivity.float) + ', all quantized ' +
+           score(sensitivity.quantized) + '; ' + fixed(sensitivity.seconds, 1) + ' s'),
+        table(['rank', 'node', 'target', 'only this float', 'only this quantized'], rows,
+              [true, false, false, true, true]));
+    const canvas = document.getElementById('sensitivity-chart');
+    const chart = new Chart(canvas, {
+      type: 'bar',
+      data: {labels: sensitivity.nodes.map(n => n.node),
+             datasets: [{label: 'only this node float', data: sensitivity.nodes.map(n => n.only_float),
+                         backgroundColor: 'rgb(31, 119, 180)'},
+                        {label: 'only this node quantized', data: sensitivity.nodes.map(n => n.only_quantized),
+                         backgroundColor: 'rgb(255, 127, 14)'}]},
+      options: {animation: false, responsive: true, maintainAspectRatio: false,
+                scales: {y: {title: {display: true, text: sensitivity.metric}}}}
+    });
+    canvas.setAttribute('data-rendered-bars', String(chart.getDatasetMeta(0).data.length));
+  } else {
+    document.getElementById('sensitivity').remove();
   }
 
   if (nodes.length) {

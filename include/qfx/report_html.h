@@ -2,13 +2,14 @@
 /// \file
 /// The HTML form of a qfx report: one self-contained page (Chart.js inlined,
 /// no network requests) with the model summary, the accuracy / latency / size
-/// table, the per-layer SQNR chart and the per-node table.
+/// table, the per-layer SQNR chart, the sensitivity chart and the per-node
+/// table.
 ///
 /// The report is JSON with any of these keys (a missing key leaves its
 /// section out): "title", "model" (path), "nodes" (quantization_report's
 /// array), "timings" (seconds per stage), "compare" (NumericComparison's
 /// to_json), "models" ([{"name", "file", "size_bytes", "top1", "top5",
-/// "latency_ms_per_image"}]).
+/// "latency_ms_per_image"}]), "sensitivity" (SensitivityReport's to_json).
 ///
 /// \code
 ///   nlohmann::json report = {{"title", "resnet18 int8"}, {"nodes", nodes}, {"compare", comparison.to_json()}};

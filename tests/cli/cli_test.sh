@@ -380,6 +380,49 @@ expect_error 1 "--correct-bias needs calibration data: pass --calib DATA" -- \
 expect_error 1 "--equalize and --correct-bias are for post-training static quantization" -- \
   quantize "$demo_model" -o "$work/never.pt" --equalize --dynamic
 
+# accuracy-driven fallback: qnnpack int8 loses ~0.16 points; --max-drop 0.1 leaves nodes float, reports them, and
+# its QConfigMapping gives the same model again through plain --qconfig
+fallback_args=(--engine qnnpack --calib "$fmnist/train-images-idx3-ubyte.gz" "${norm[@]}" --batch-size 32 --calib-batches 32
+               --seed 0 -q)
+"$qfx" quantize "$demo_model" -o "$work/fallback.pt" "${fallback_args[@]}" --eval "$fmnist/t10k-images-idx3-ubyte.gz" \
+  --max-drop 0.1 --report "$work/fallback_report.json" 2>"$work/fallback_err.txt" || fail "quantize --max-drop exited $?"
+grep -qE '^  left float: [a-z0-9_]+ \([a-z0-9_.]+\), top-1 \+[0-9.]+ points$' "$work/fallback_err.txt" \
+  || fail "--max-drop did not report the nodes left float: $(cat "$work/fallback_err.txt")"
+"$qfx" quantize "$demo_model" -o "$work/fallback_again.pt" "${fallback_args[@]}" --qconfig "$work/fallback.qconfig.json" \
+  || fail "quantize with the fallback's QConfigMapping exited $?"
+for model in fallback fallback_again; do
+  "$qfx" eval "$work/$model.pt" --engine qnnpack --data "$fmnist/t10k-images-idx3-ubyte.gz" "${norm[@]}" --batch-size 500 -q \
+    --json "$work/$model.eval.json" >/dev/null || fail "eval of $model exited $?"
+done
+"$python" - "$work/fallback_report.json" "$work/fallback.eval.json" "$work/fallback_again.eval.json" <<'PY' \
+  || fail "the fallback's model, its report and its QConfigMapping disagree"
+import json, sys
+fallback = json.load(open(sys.argv[1]))['fallback']
+top1, again = (100 * json.load(open(p))['top1'] for p in sys.argv[2:])
+assert fallback['met'] and fallback['float'] - fallback['final'] <= 0.1, fallback
+assert fallback['float_nodes'] and all(n['gain'] > 0 for n in fallback['float_nodes']), fallback
+assert abs(top1 - fallback['final']) < 1e-9 and abs(again - top1) < 1e-9, (top1, again, fallback)
+PY
+expect_error 1 "--max-drop and --max-float-nodes need --eval DATA" -- \
+  quantize "$demo_model" -o "$work/never.pt" --calib "$fmnist/train-images-idx3-ubyte.gz" --max-drop 0.5
+
+# sensitivity: every quantizable node's two trials, ranked, as a table, JSON and an HTML chart
+"$qfx" sensitivity "$demo_model" --calib "$fmnist/train-images-idx3-ubyte.gz" --data "$fmnist/t10k-images-idx3-ubyte.gz" \
+  "${norm[@]}" --batch-size 32 --calib-batches 8 --seed 0 --limit-batches 4 -q --json "$work/sensitivity.json" \
+  --report-html "$work/sensitivity.html" >"$work/sensitivity.txt" || fail "sensitivity exited $?"
+grep -qE '^top1: float [0-9.]+%, all quantized [0-9.]+%; 7 nodes, 15 trials' "$work/sensitivity.txt" \
+  || fail "sensitivity table: $(head -2 "$work/sensitivity.txt")"
+"$python" - "$work/sensitivity.json" <<'PY' || fail "sensitivity JSON is not ranked or lacks nodes"
+import json, sys
+report = json.load(open(sys.argv[1]))
+names = sorted(n['node'] for n in report['nodes'])
+assert names == ['conv1', 'conv2', 'fc1', 'fc2', 'flatten', 'max_pool2d', 'max_pool2d_1'], names
+scores = [n['only_float'] for n in report['nodes']]
+assert scores == sorted(scores, reverse=True), scores
+PY
+grep -q 'id="sensitivity-chart"' "$work/sensitivity.html" && grep -q '"only_float"' "$work/sensitivity.html" \
+  || fail "the sensitivity HTML page lacks its chart or data"
+
 # threads per engine: onednn LibTorch's default (PyTorch's torch.get_num_threads());
 # qnnpack one, unless OpenMP waits passively or OMP_NUM_THREADS is set
 # (docs/benchmarks.md, thread policy)

@@ -23,6 +23,8 @@
 #include "qfx/quantize.h"
 #include "qfx/quantize_report.h"
 #include "qfx/report_html.h"
+#include "qfx/sensitivity.h"
+#include "qfx/quant/qconfig_json.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
@@ -31,6 +33,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
@@ -41,7 +45,10 @@ struct Options {
   std::string model, output, backend = "native", qconfig = "default", engine = "onednn", calib, report, report_html;
   std::string prepare_custom_config;
   std::string convert_custom_config;
-  int64_t calib_batches = 0;  // 0: all
+  std::string eval, write_qconfig;  // accuracy-driven fallback
+  double max_drop = -1;             // < 0: not asked
+  int64_t max_float_nodes = -1;     // < 0: no limit
+  int64_t calib_batches = 0;        // 0: all
   DataArgs data_args;
   TrainArgs train;
   OnnxArgs onnx;
@@ -62,25 +69,11 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-/// The calibration data, batch by batch.
-void for_each_calibration_batch(const Options& o, const std::string& label,
-                                const std::function<void(const io::Batch&)>& fn) {
-  io::DataOptions options = o.data_args.resolved();
-  options.max_batches = o.calib_batches;
-  std::unique_ptr<io::DataSource> source;
-  try {
-    source = io::open_data(o.calib, options);
-  } catch (const c10::Error& e) {
-    TORCH_CHECK(false, "calibration data: ", e.what_without_backtrace());
-  }
-  for_each_batch(*source, "calibration data '" + o.calib + "'", label, o.quiet,
-                 [&](const io::Batch& batch, int64_t) { fn(batch); });
-}
-
 /// Runs the prepared model on the calibration data, batch by batch.
 void calibrate(ir::GraphModule& gm, const Options& o) {
   ir::Interpreter interpreter(gm);
-  for_each_calibration_batch(o, "calibrate", [&](const io::Batch& batch) { interpreter.run(batch.inputs); });
+  for_each_calibration_batch(o.calib, o.data_args, o.calib_batches, "calibrate", o.quiet,
+                             [&](const io::Batch& batch) { interpreter.run(batch.inputs); });
 }
 
 /// `--equalize`, `--correct-bias`: fuses (batch norms folded), then runs the
@@ -96,7 +89,8 @@ void improve_float_model(ir::GraphModule& gm, const quant::QConfigMapping& mappi
   if (o.equalize) pipeline.add("equalize");
   if (o.correct_bias) {
     auto inputs = std::make_shared<std::vector<std::vector<c10::IValue>>>();
-    for_each_calibration_batch(o, "measure", [&](const io::Batch& batch) { inputs->push_back(batch.inputs); });
+    for_each_calibration_batch(o.calib, o.data_args, o.calib_batches, "measure", o.quiet,
+                               [&](const io::Batch& batch) { inputs->push_back(batch.inputs); });
     options.calibration_inputs = inputs;
     pipeline.add("correct-bias");
   }
@@ -125,6 +119,47 @@ void prepare(ir::GraphModule& gm, const quant::QConfigMapping& mapping, const ba
   if (!is_qat(o)) return prepare_fx(gm, mapping, backend, custom);
   prepare_qat_fx(gm, mapping, backend, custom);
   gm.root().train(false);
+}
+
+bool falls_back(const Options& o) { return o.max_drop >= 0 || o.max_float_nodes >= 0; }
+
+/// Where --max-drop / --max-float-nodes write the QConfigMapping: --write-qconfig, else beside the output
+/// (`out.pt` -> `out.qconfig.json`).
+std::string fallback_qconfig_path(const Options& o) {
+  if (!falls_back(o) || !o.write_qconfig.empty()) return o.write_qconfig;
+  return std::filesystem::path(o.output).replace_extension(".qconfig.json").string();
+}
+
+/// `--max-drop` / `--max-float-nodes`: leaves the most sensitive nodes of the calibrated model float until its
+/// top-1 on --eval is within the budget of `float_model`'s, writes the QConfigMapping that makes the same choice,
+/// and says on stderr what each node left float cost.
+nlohmann::json fall_back_to_float(ir::GraphModule& calibrated, const ir::GraphModule& float_model,
+                                  const quant::QConfigMapping& mapping, const backend::BackendConfig& backend,
+                                  const Options& o, const io::OutputOptions& outputs) {
+  constexpr int64_t kScoreBatchSize = 256;
+  std::vector<LabelledBatch> batches =
+      load_batches(o.eval, o.data_args, kScoreBatchSize, 0, "evaluation data", o.quiet);
+  auto convert = [&backend](ir::GraphModule& gm) { convert_fx(gm, backend); };
+  QuantizationTrials trials(float_model, calibrated, convert, TrialMetric::kTop1, std::move(batches));
+  double budget = o.max_drop >= 0 ? o.max_drop : -INFINITY;  // --max-float-nodes alone: as many as it allows
+  FallbackResult result = fall_back(trials, budget, o.max_float_nodes);
+  leave_float(calibrated, result.float_nodes());
+  quant::QConfigMapping chosen = mapping_with_float_nodes(mapping, calibrated, result.float_nodes());
+  io::write_output(fallback_qconfig_path(o), quant::qconfig_mapping_to_json(chosen).dump(1) + "\n", outputs);
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "fallback: float top-1 %.2f%%, all int8 %.2f%%, with %zu node(s) float %.2f%% (%s)\n",
+                result.float_score, result.quantized_score, result.steps.size(), result.score,
+                o.max_drop < 0 ? "no --max-drop"
+                : result.met   ? "within --max-drop"
+                               : "over --max-drop");
+  std::cerr << line;
+  for (const FallbackStep& step : result.steps) {
+    std::snprintf(line, sizeof(line), "  left float: %s (%s), top-1 %+.2f points\n", step.node.name.c_str(),
+                  step.node.target.c_str(), step.gain);
+    std::cerr << line;
+  }
+  return result.to_json();
 }
 
 /// The model files' sizes, for the report's table.
@@ -165,6 +200,11 @@ void check_options(const Options& o) {
               "--equalize and --correct-bias are for post-training static quantization, not with --qconfig qat or "
               "--dynamic");
   TORCH_CHECK(!o.correct_bias || !o.calib.empty(), "--correct-bias needs calibration data: pass --calib DATA");
+  TORCH_CHECK(!falls_back(o) || (!o.eval.empty() && !o.calib.empty() && !is_qat(o) && !o.dynamic),
+              "--max-drop and --max-float-nodes need --eval DATA (labelled) and --calib DATA, for post-training "
+              "static quantization");
+  TORCH_CHECK(!falls_back(o) || o.output != "-" || !o.write_qconfig.empty(),
+              "--max-drop with -o - needs --write-qconfig FILE");
   TORCH_CHECK(o.dynamic || !o.calib.empty() || !o.train.data.empty(),
               "static quantization needs calibration data: pass --calib DATA (or --train DATA, or --dynamic)");
 }
@@ -175,9 +215,9 @@ void run(const Options& o) {
   std::vector<c10::IValue> example;  // ONNX: the inputs of the run that gives shapes
   if (onnx) example = example_inputs(o.onnx, o.calib.empty() ? o.train.data : o.calib, o.data_args.resolved());
   io::OutputOptions outputs = check_outputs(
-      {o.output, o.report, o.report_html},
-      {o.model, o.calib, o.train.data, o.backend, o.qconfig, o.prepare_custom_config, o.convert_custom_config}, o.force,
-      o.print);
+      {o.output, o.report, o.report_html, fallback_qconfig_path(o)},
+      {o.model, o.calib, o.train.data, o.backend, o.qconfig, o.prepare_custom_config, o.convert_custom_config, o.eval},
+      o.force, o.print);
   c10::InferenceMode no_autograd(o.train.data.empty());  // training needs autograd from the import on
   use_engine(o.engine);
   backend::BackendConfig backend = backend_from_arg(o.backend);
@@ -193,7 +233,8 @@ void run(const Options& o) {
   std::vector<ReportNode> float_nodes = report_nodes_of(*gm);
   timings["import_s"] = clock.lap();
   // The float model as imported, for the HTML report's comparison.
-  std::unique_ptr<ir::GraphModule> float_copy = !o.report_html.empty() && !o.calib.empty() ? gm->deep_copy() : nullptr;
+  std::unique_ptr<ir::GraphModule> float_copy =
+      (!o.report_html.empty() && !o.calib.empty()) || falls_back(o) ? gm->deep_copy() : nullptr;
   improve_float_model(*gm, mapping, backend, o);
   prepare(*gm, mapping, backend, custom, o);
   timings["prepare_s"] = clock.lap();
@@ -204,6 +245,11 @@ void run(const Options& o) {
   torch::NoGradGuard no_grad;
   if (!o.calib.empty()) calibrate(*gm, o);
   timings["calibrate_s"] = clock.lap();
+  nlohmann::json fallback;
+  if (falls_back(o)) {
+    fallback = fall_back_to_float(*gm, *float_copy, mapping, backend, o, outputs);
+    timings["fallback_s"] = clock.lap();
+  }
   nlohmann::json nodes = quantization_report(*gm, float_nodes);
   clock.lap();
   for (const std::string& name : custom.preserved_attributes) {  // kept into the output file
@@ -223,6 +269,7 @@ void run(const Options& o) {
   timings["export_s"] = clock.lap();
   if (o.print) std::cout << gm->to_string() << "\n";
   nlohmann::json report = {{"model", o.model}, {"nodes", nodes}, {"timings", timings}};
+  if (!fallback.is_null()) report["fallback"] = fallback;
   if (!o.report.empty()) io::write_output(o.report, report.dump(1) + "\n", outputs);
   if (!o.report_html.empty()) write_html_report(*gm, float_copy.get(), report, o, outputs);
 }
@@ -269,6 +316,17 @@ void add_quantize_command(CLI::App& app, Action& action) {
   cmd->add_flag("--correct-bias", o->correct_bias,
                 "bias correction before observation: each quantized layer's bias absorbs the mean shift its weight "
                 "quantization causes, measured on the calibration data");
+  cmd->add_option("--eval", o->eval, "labelled data --max-drop / --max-float-nodes score top-1 on");
+  cmd->add_option("--max-drop", o->max_drop,
+                  "leave the most sensitive nodes float until top-1 on --eval is within this many points of float; "
+                  "writes the QConfigMapping that makes that choice (--write-qconfig)");
+  cmd->add_option("--max-float-nodes", o->max_float_nodes,
+                  "leave at most this many nodes float (alone: exactly the N "
+                  "most sensitive that help)");
+  cmd->add_option("--write-qconfig", o->write_qconfig,
+                  "where --max-drop / --max-float-nodes write the QConfigMapping JSON (default: the output's name "
+                  "with .qconfig.json)")
+      ->check(output_file());
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings")->check(output_file());
   cmd->add_option(

@@ -24,6 +24,8 @@ void add_backend_config_command(CLI::App& app, Action& action);
 void add_opt_command(CLI::App& app, Action& action);
 /// `qfx quantize MODEL.pt -o OUT.pt [--calib DATA] [--report R.json] ...`
 void add_quantize_command(CLI::App& app, Action& action);
+/// `qfx sensitivity MODEL.pt --calib DATA --data LABELLED [--metric top1|sqnr]`
+void add_sensitivity_command(CLI::App& app, Action& action);
 /// `qfx eval MODEL.pt --data DATA [--batch-size B] [--mean M --std S] ...`
 void add_eval_command(CLI::App& app, Action& action);
 /// `qfx compare FLOAT.pt QUANT.pt --data DATA [--json FILE]`

@@ -40,6 +40,38 @@ int64_t for_each_batch(io::DataSource& source, const std::string& what, const st
   return index;
 }
 
+void for_each_calibration_batch(const std::string& path, const DataArgs& args, int64_t max_batches,
+                                const std::string& label, bool quiet, const std::function<void(const io::Batch&)>& fn) {
+  io::DataOptions options = args.resolved();
+  options.max_batches = max_batches;
+  std::unique_ptr<io::DataSource> source;
+  try {
+    source = io::open_data(path, options);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, "calibration data: ", e.what_without_backtrace());
+  }
+  for_each_batch(*source, "calibration data '" + path + "'", label, quiet,
+                 [&](const io::Batch& batch, int64_t) { fn(batch); });
+}
+
+std::vector<LabelledBatch> load_batches(const std::string& path, const DataArgs& args, int64_t batch_size,
+                                        int64_t max_batches, const std::string& what, bool quiet) {
+  io::DataOptions options = args.options;  // file order: no seed
+  options.batch_size = batch_size;
+  options.max_batches = max_batches;
+  std::unique_ptr<io::DataSource> source;
+  try {
+    source = io::open_data(path, options);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, what, ": ", e.what_without_backtrace());
+  }
+  std::vector<LabelledBatch> batches;
+  for_each_batch(*source, what + " '" + path + "'", "load", quiet, [&](const io::Batch& batch, int64_t) {
+    batches.push_back({batch.inputs, batch.labels});
+  });
+  return batches;
+}
+
 void add_data_options(CLI::App& cmd, DataArgs& args, const std::string& batch_help) {
   cmd.add_option("--batch-size", args.options.batch_size, batch_help);
   cmd.add_option("--mean", args.options.mean, "per-channel mean subtracted after scaling pixels to [0, 1]")

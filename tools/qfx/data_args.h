@@ -3,11 +3,13 @@
 // --crop) and batch loop, shared by calibration, training, eval and compare.
 
 #include "qfx/io/data_source.h"
+#include "qfx/sensitivity.h"
 
 #include <CLI/CLI.hpp>
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace qfx::cli {
 
@@ -28,6 +30,18 @@ void check_finite(const io::Batch& batch, const std::string& what, int64_t index
 /// the number of batches; c10::Error "<what> holds no batches" when empty.
 int64_t for_each_batch(io::DataSource& source, const std::string& what, const std::string& label, bool quiet,
                        const std::function<void(const io::Batch&, int64_t)>& fn);
+
+/// Runs `fn` on each batch of the calibration data `path` (the options of
+/// `args`, seed included; at most `max_batches`, 0: all), as for_each_batch;
+/// errors opening it read "calibration data: <cause>".
+void for_each_calibration_batch(const std::string& path, const DataArgs& args, int64_t max_batches,
+                                const std::string& label, bool quiet, const std::function<void(const io::Batch&)>& fn);
+
+/// The batches of `path` held in memory, in file order (no shuffling),
+/// `batch_size` items each, at most `max_batches` of them (0: all), with the
+/// normalization of `args`; checked as for_each_batch checks them.
+std::vector<LabelledBatch> load_batches(const std::string& path, const DataArgs& args, int64_t batch_size,
+                                        int64_t max_batches, const std::string& what, bool quiet);
 
 /// Adds the data options to `cmd`; `batch_help` describes --batch-size.
 void add_data_options(CLI::App& cmd, DataArgs& args, const std::string& batch_help);

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   qfx::cli::add_backend_config_command(app, action);
   qfx::cli::add_opt_command(app, action);
   qfx::cli::add_quantize_command(app, action);
+  qfx::cli::add_sensitivity_command(app, action);
   qfx::cli::add_eval_command(app, action);
   qfx::cli::add_compare_command(app, action);
   qfx::cli::add_report_command(app, action);

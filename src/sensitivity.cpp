@@ -1,0 +1,254 @@
+// Sensitivity trials: convert copies of one calibrated model with chosen
+// nodes float, score them on batches in memory.
+
+#include "qfx/sensitivity.h"
+
+#include "qfx/ir/interpreter.h"
+#include "qfx/ir/module_registry.h"
+#include "qfx/passes/prepare_state.h"
+#include "qfx/quant/observer_base.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace qfx {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+at::Tensor output_tensor(const c10::IValue& value) {
+  TORCH_CHECK(value.isTensor(), "sensitivity trials need a model whose output is one tensor, not ", value.tagKind());
+  return value.toTensor().to(at::kFloat);
+}
+
+bool is_quantizable(const ir::GraphModule& gm, const ir::Node& node) {
+  if (!passes::node_is_observed(node) || !passes::node_qconfig(node).has_value()) return false;
+  switch (node.op()) {
+    case ir::Opcode::kCallModule:
+      return dynamic_cast<const quant::ActivationPostProcess*>(gm.get_submodule(node.target()).get()) == nullptr;
+    case ir::Opcode::kCallFunction:
+    case ir::Opcode::kCallMethod: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+const char* metric_name(TrialMetric metric) { return metric == TrialMetric::kTop1 ? "top1" : "sqnr"; }
+
+QuantizationTrials::QuantizationTrials(const ir::GraphModule& float_model, const ir::GraphModule& calibrated,
+                                       Convert convert, TrialMetric metric, std::vector<LabelledBatch> batches)
+    : calibrated_(calibrated), convert_(std::move(convert)), metric_(metric), batches_(std::move(batches)) {
+  TORCH_CHECK(!batches_.empty(), "sensitivity trials need data: no batches");
+  for (const LabelledBatch& batch : batches_) {
+    TORCH_CHECK(metric != TrialMetric::kTop1 || batch.labels.defined(),
+                "the top1 metric needs labelled data (or use the sqnr metric)");
+  }
+  for (const ir::Node* node : calibrated.graph().nodes()) {
+    if (!is_quantizable(calibrated, *node)) continue;
+    std::string type = node->op() == ir::Opcode::kCallModule
+                           ? ir::module_type_name(*calibrated.get_submodule(node->target()))
+                           : std::string();
+    nodes_.push_back({node->name(), ir::opcode_name(node->op()), node->target(), type});
+  }
+  auto start = std::chrono::steady_clock::now();
+  ir::Interpreter interpreter(float_model);
+  int64_t correct = 0;
+  int64_t items = 0;
+  for (const LabelledBatch& batch : batches_) {
+    float_outputs_.push_back(output_tensor(interpreter.run(batch.inputs)));
+    if (metric == TrialMetric::kTop1) {
+      correct += float_outputs_.back().argmax(1).eq(batch.labels).sum().item<int64_t>();
+      items += batch.labels.size(0);
+    }
+  }
+  float_score_ =
+      metric == TrialMetric::kTop1 ? 100.0 * static_cast<double>(correct) / static_cast<double>(items) : INFINITY;
+  float_seconds_ = seconds_since(start);
+}
+
+void leave_float(ir::GraphModule& calibrated, const std::set<std::string>& float_nodes) {
+  for (ir::Node* node : calibrated.graph().nodes()) {
+    if (float_nodes.count(node->name()) > 0) node->meta()[passes::kQConfigMeta] = quant::QConfigAny{};
+  }
+}
+
+std::unique_ptr<ir::GraphModule> QuantizationTrials::convert_with(const std::set<std::string>& float_nodes) const {
+  std::unique_ptr<ir::GraphModule> model = calibrated_.deep_copy();
+  leave_float(*model, float_nodes);
+  convert_(*model);
+  return model;
+}
+
+double QuantizationTrials::score(const std::set<std::string>& float_nodes) const {
+  return score_model(*convert_with(float_nodes));
+}
+
+double QuantizationTrials::score_model(ir::GraphModule& model) const {
+  ir::Interpreter interpreter(model);
+  int64_t correct = 0;
+  int64_t items = 0;
+  double signal = 0;
+  double noise = 0;
+  for (size_t i = 0; i < batches_.size(); ++i) {
+    at::Tensor out = output_tensor(interpreter.run(batches_[i].inputs));
+    if (metric_ == TrialMetric::kTop1) {
+      correct += out.argmax(1).eq(batches_[i].labels).sum().item<int64_t>();
+      items += batches_[i].labels.size(0);
+    } else {
+      signal += float_outputs_[i].to(at::kDouble).pow(2).sum().item<double>();
+      noise += (float_outputs_[i].to(at::kDouble) - out.to(at::kDouble)).pow(2).sum().item<double>();
+    }
+  }
+  if (metric_ == TrialMetric::kTop1) return 100.0 * static_cast<double>(correct) / static_cast<double>(items);
+  return noise == 0 ? INFINITY : 10.0 * std::log10(signal / noise);
+}
+
+SensitivityReport analyze_sensitivity(const QuantizationTrials& trials) {
+  auto start = std::chrono::steady_clock::now();
+  SensitivityReport report;
+  report.metric = trials.metric();
+  report.float_score = trials.float_score();
+  report.float_seconds = trials.float_seconds();
+  report.quantized_score = trials.score({});
+  std::set<std::string> all;
+  for (const QuantizableNode& node : trials.nodes()) all.insert(node.name);
+  for (const QuantizableNode& node : trials.nodes()) {
+    std::set<std::string> others = all;
+    others.erase(node.name);
+    report.nodes.push_back({node, trials.score(others), trials.score({node.name})});
+  }
+  std::stable_sort(report.nodes.begin(), report.nodes.end(), [](const NodeSensitivity& a, const NodeSensitivity& b) {
+    if (a.only_float != b.only_float) return a.only_float > b.only_float;
+    return a.only_quantized < b.only_quantized;
+  });
+  report.seconds = seconds_since(start);
+  return report;
+}
+
+nlohmann::json SensitivityReport::to_json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const NodeSensitivity& n : nodes) {
+    rows.push_back({{"node", n.node.name},
+                    {"op", n.node.op},
+                    {"target", n.node.target},
+                    {"type", n.node.type},
+                    {"only_quantized", n.only_quantized},
+                    {"only_float", n.only_float}});
+  }
+  auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"metric", metric_name(metric)},  {"float", number(float_score)}, {"quantized", number(quantized_score)},
+          {"float_seconds", float_seconds}, {"seconds", seconds},           {"nodes", rows}};
+}
+
+std::string SensitivityReport::table() const {
+  const char* unit = metric == TrialMetric::kTop1 ? "%" : " dB";
+  char line[512];
+  std::string out;
+  std::snprintf(line, sizeof(line),
+                "%s: float %.2f%s, all quantized %.2f%s; %zu nodes, %zu trials in %.1f s (%.1fx one float pass)\n",
+                metric_name(metric), float_score, unit, quantized_score, unit, nodes.size(), 2 * nodes.size() + 1,
+                seconds, float_seconds > 0 ? seconds / float_seconds : 0.0);
+  out += line;
+  std::snprintf(line, sizeof(line), "%4s  %-32s %-40s %12s %14s\n", "rank", "node", "target", "only float",
+                "only quantized");
+  out += line;
+  int rank = 0;
+  for (const NodeSensitivity& n : nodes) {
+    const QuantizableNode& node = n.node;
+    std::string target =
+        node.type.empty() ? node.target : node.target + " (" + node.type.substr(node.type.rfind('.') + 1) + ")";
+    std::snprintf(line, sizeof(line), "%4d  %-32s %-40s %11.2f%s %13.2f%s\n", ++rank, node.name.c_str(), target.c_str(),
+                  n.only_float, unit, n.only_quantized, unit);
+    out += line;
+  }
+  return out;
+}
+
+namespace {
+
+bool nameable(const QuantizableNode& node) { return node.op == "call_module" || node.op == "call_function"; }
+
+ir::NodeScope scope_of(const ir::Node& node) {
+  auto it = node.meta().find(ir::kScopeMeta);
+  return it == node.meta().end() ? ir::NodeScope{} : std::any_cast<ir::NodeScope>(it->second);
+}
+
+}  // namespace
+
+std::set<std::string> FallbackResult::float_nodes() const {
+  std::set<std::string> names;
+  for (const FallbackStep& step : steps) names.insert(step.node.name);
+  return names;
+}
+
+nlohmann::json FallbackResult::to_json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const FallbackStep& step : steps) {
+    rows.push_back({{"node", step.node.name},
+                    {"op", step.node.op},
+                    {"target", step.node.target},
+                    {"score", step.score},
+                    {"gain", step.gain}});
+  }
+  return {
+      {"float", float_score}, {"quantized", quantized_score}, {"final", score}, {"met", met}, {"float_nodes", rows}};
+}
+
+FallbackResult fall_back(const QuantizationTrials& trials, double max_drop, int64_t max_float_nodes) {
+  FallbackResult result;
+  result.float_score = trials.float_score();
+  result.quantized_score = result.score = trials.score({});
+  auto within = [&](double score) { return result.float_score - score <= max_drop; };
+  result.met = within(result.score);
+  if (result.met || max_float_nodes == 0) return result;
+  std::vector<std::pair<double, QuantizableNode>> ranked;  // (score with the node alone float, node)
+  for (const QuantizableNode& node : trials.nodes()) {
+    if (nameable(node)) ranked.emplace_back(trials.score({node.name}), node);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::set<std::string> float_nodes;
+  for (const auto& [alone, node] : ranked) {
+    if (within(result.score) || static_cast<int64_t>(float_nodes.size()) == max_float_nodes) break;
+    float_nodes.insert(node.name);
+    double score = trials.score(float_nodes);
+    if (score <= result.score) {  // verified: no gain, undone
+      float_nodes.erase(node.name);
+      continue;
+    }
+    result.steps.push_back({node, score, score - result.score});
+    result.score = score;
+  }
+  result.met = within(result.score);
+  return result;
+}
+
+quant::QConfigMapping mapping_with_float_nodes(quant::QConfigMapping mapping, const ir::GraphModule& calibrated,
+                                               const std::set<std::string>& float_nodes) {
+  std::map<std::pair<std::string, std::string>, int64_t> next_index;  // (scope, function) -> calls so far
+  for (const ir::Node* node : calibrated.graph().nodes()) {
+    if (node->op() == ir::Opcode::kCallFunction) {
+      ir::NodeScope scope = scope_of(*node);
+      int64_t index = next_index[{scope.module_path, node->target()}]++;
+      if (float_nodes.count(node->name()) > 0) {
+        mapping.set_module_name_object_type_order(scope.module_path, node->target(), index, std::nullopt);
+      }
+    } else if (node->op() == ir::Opcode::kCallModule && float_nodes.count(node->name()) > 0) {
+      mapping.set_module_name(node->target(), std::nullopt);
+    } else {
+      TORCH_CHECK(float_nodes.count(node->name()) == 0, "node ", node->name(),
+                  " cannot be left float by a QConfigMapping entry of its own");
+    }
+  }
+  return mapping;
+}
+
+}  // namespace qfx
