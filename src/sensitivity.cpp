@@ -92,6 +92,12 @@ double QuantizationTrials::score(const std::set<std::string>& float_nodes) const
   return score_model(*convert_with(float_nodes));
 }
 
+std::vector<double> QuantizationTrials::scores(const std::vector<std::set<std::string>>& float_node_sets) const {
+  std::vector<double> results;
+  for (const std::set<std::string>& float_nodes : float_node_sets) results.push_back(score(float_nodes));
+  return results;
+}
+
 double QuantizationTrials::score_model(ir::GraphModule& model) const {
   ir::Interpreter interpreter(model);
   int64_t correct = 0;
@@ -121,10 +127,16 @@ SensitivityReport analyze_sensitivity(const QuantizationTrials& trials) {
   report.quantized_score = trials.score({});
   std::set<std::string> all;
   for (const QuantizableNode& node : trials.nodes()) all.insert(node.name);
+  std::vector<std::set<std::string>> sets;  // per node: every other node float, then this node float
   for (const QuantizableNode& node : trials.nodes()) {
     std::set<std::string> others = all;
     others.erase(node.name);
-    report.nodes.push_back({node, trials.score(others), trials.score({node.name})});
+    sets.push_back(std::move(others));
+    sets.push_back({node.name});
+  }
+  std::vector<double> scores = trials.scores(sets);
+  for (size_t i = 0; i < trials.nodes().size(); ++i) {
+    report.nodes.push_back({trials.nodes()[i], scores[2 * i], scores[2 * i + 1]});
   }
   std::stable_sort(report.nodes.begin(), report.nodes.end(), [](const NodeSensitivity& a, const NodeSensitivity& b) {
     if (a.only_float != b.only_float) return a.only_float > b.only_float;
@@ -210,10 +222,16 @@ FallbackResult fall_back(const QuantizationTrials& trials, double max_drop, int6
   auto within = [&](double score) { return result.float_score - score <= max_drop; };
   result.met = within(result.score);
   if (result.met || max_float_nodes == 0) return result;
-  std::vector<std::pair<double, QuantizableNode>> ranked;  // (score with the node alone float, node)
+  std::vector<QuantizableNode> candidates;
+  std::vector<std::set<std::string>> alone;
   for (const QuantizableNode& node : trials.nodes()) {
-    if (nameable(node)) ranked.emplace_back(trials.score({node.name}), node);
+    if (!nameable(node)) continue;
+    candidates.push_back(node);
+    alone.push_back({node.name});
   }
+  std::vector<double> scores = trials.scores(alone);
+  std::vector<std::pair<double, QuantizableNode>> ranked;  // (score with the node alone float, node)
+  for (size_t i = 0; i < candidates.size(); ++i) ranked.emplace_back(scores[i], candidates[i]);
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::set<std::string> float_nodes;
   for (const auto& [alone, node] : ranked) {

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 namespace fashion_mnist {
 namespace {
 
@@ -84,13 +86,83 @@ std::unique_ptr<qfx::ir::GraphModule> make_mobilenet() {
   return gm;
 }
 
+/// Builds the small vision transformer's nodes.
+class VitBuilder {
+ public:
+  static constexpr int64_t kDim = 64, kHeads = 4, kTokens = 49, kHidden = 128;
+
+  explicit VitBuilder(qfx::ir::GraphModule& gm) : gm_(gm), g_(gm.graph()), b_(gm) {}
+
+  Node* method(const char* name, std::vector<qfx::ir::Argument> args) { return g_.call_method(name, std::move(args)); }
+
+  /// [B, tokens, dim] -> [B, heads, tokens, dim / heads]
+  Node* split_heads(Node* x) {
+    x = method("reshape", {x, ints({-1, kTokens, kHeads, kDim / kHeads})});
+    return method("transpose", {x, int64_t{1}, int64_t{2}});
+  }
+
+  /// Pre-norm encoder block: x + attention(ln1(x)), then x + mlp(ln2(x)).
+  Node* block(Node* x, const std::string& name) {
+    Node* h = b_.module(x, name + ".ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({kDim})).ptr());
+    Node* q = split_heads(b_.module(h, name + ".q", torch::nn::Linear(kDim, kDim).ptr()));
+    Node* k = split_heads(b_.module(h, name + ".k", torch::nn::Linear(kDim, kDim).ptr()));
+    Node* v = split_heads(b_.module(h, name + ".v", torch::nn::Linear(kDim, kDim).ptr()));
+    Node* scores = g_.call_function("torch.matmul", {q, method("transpose", {k, int64_t{-2}, int64_t{-1}})});
+    scores = g_.call_function("operator.mul", {scores, 1.0 / std::sqrt(static_cast<double>(kDim / kHeads))});
+    Node* attention = g_.call_function("torch.matmul", {method("softmax", {scores, int64_t{-1}}), v});
+    attention =
+        method("reshape", {method("transpose", {attention, int64_t{1}, int64_t{2}}), ints({-1, kTokens, kDim})});
+    x = g_.call_function("operator.add", {x, b_.module(attention, name + ".out", torch::nn::Linear(kDim, kDim).ptr())});
+    h = b_.module(x, name + ".ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({kDim})).ptr());
+    h = b_.module(h, name + ".fc1", torch::nn::Linear(kDim, kHidden).ptr());
+    h = b_.module(h, name + ".gelu", torch::nn::GELU().ptr());
+    h = b_.module(h, name + ".fc2", torch::nn::Linear(kHidden, kDim).ptr());
+    return g_.call_function("operator.add", {x, h});
+  }
+
+  Builder& modules() { return b_; }
+
+ private:
+  static qfx::ir::Argument ints(std::vector<int64_t> values) {
+    qfx::ir::Argument::Items items;
+    for (int64_t v : values) items.emplace_back(v);
+    return qfx::ir::Argument::list(std::move(items));
+  }
+
+  qfx::ir::GraphModule& gm_;
+  qfx::ir::Graph& g_;
+  Builder b_;
+};
+
+std::unique_ptr<qfx::ir::GraphModule> make_vit() {
+  auto gm = std::make_unique<qfx::ir::GraphModule>();
+  VitBuilder vit(*gm);
+  Builder& b = vit.modules();
+  qfx::ir::Graph& g = gm->graph();
+  constexpr int64_t kDim = VitBuilder::kDim;
+  // 4x4 patches of the 28x28 image: 49 tokens; a depthwise 3x3 conv over the patch grid adds their positions
+  Node* patches =
+      b.module(g.placeholder("x"), "patch", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, kDim, 4).stride(4)).ptr());
+  Node* position = b.module(patches, "position",
+                            torch::nn::Conv2d(torch::nn::Conv2dOptions(kDim, kDim, 3).padding(1).groups(kDim)).ptr());
+  Node* x = g.call_function("operator.add", {patches, position});
+  x = vit.method("transpose", {vit.method("flatten", {x, int64_t{2}}), int64_t{1}, int64_t{2}});
+  for (int i = 0; i < 4; ++i) x = vit.block(x, "blocks." + std::to_string(i));
+  x = b.module(x, "norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({kDim})).ptr());
+  x = vit.method("mean", {x, int64_t{1}});
+  x = b.module(x, "head", torch::nn::Linear(kDim, 10).ptr());
+  g.output(x);
+  return gm;
+}
+
 }  // namespace
 
 std::unique_ptr<qfx::ir::GraphModule> make_model(const std::string& name) {
   std::unique_ptr<qfx::ir::GraphModule> gm;
   if (name == "cnn") gm = make_cnn();
   if (name == "mobilenet") gm = make_mobilenet();
-  TORCH_CHECK(gm != nullptr, "unknown model '", name, "' (models: cnn, mobilenet)");
+  if (name == "vit") gm = make_vit();
+  TORCH_CHECK(gm != nullptr, "unknown model '", name, "' (models: cnn, mobilenet, vit)");
   gm->lint();
   return gm;
 }

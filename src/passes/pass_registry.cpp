@@ -74,6 +74,8 @@ const std::vector<PassInfo>& pass_registry() {
        &with_own_options<FuseOptions, fuse>},
       {"equalize", "cross-layer equalization of consecutive conv/linear layers (through ReLU)",
        &with_own_options<EqualizeOptions, equalize>},
+      {"adaround", "learned rounding of quantized weights (up or down) minimizing each layer's output error",
+       &with_own_options<AdaroundOptions, adaround>},
       {"correct-bias", "empirical bias correction of quantized weights' mean shift, from calibration data",
        &with_own_options<CorrectBiasOptions, correct_bias>},
       {"swap-qat-modules", "modules with a qconfig become the BackendConfig's QAT modules (prepare_qat_fx)",

@@ -366,18 +366,18 @@ for model_path, report in ((sys.argv[1], sys.argv[3]), (sys.argv[2], sys.argv[4]
 float_top1, int8_top1 = (json.load(open(p))['top1'] for p in sys.argv[3:5])
 assert float_top1 - int8_top1 < 0.01, (float_top1, int8_top1)
 PY
-# cross-layer equalization and bias correction before observation: the qnnpack (per-tensor) model stays within a
-# point of float on the same 2,560 images
-"$qfx" quantize "$demo_model" -o "$work/fmnist_cle.pt" --engine qnnpack --equalize --correct-bias \
+# cross-layer equalization, AdaRound and bias correction before observation: the qnnpack (per-tensor) model stays
+# within a point of float on the same 2,560 images
+"$qfx" quantize "$demo_model" -o "$work/fmnist_cle.pt" --engine qnnpack --equalize --adaround --adaround-iters 50 --correct-bias \
   --calib "$fmnist/train-images-idx3-ubyte.gz" "${norm[@]}" --batch-size 32 --calib-batches 16 --seed 0 -q \
-  || fail "quantize --equalize --correct-bias exited $?"
+  || fail "quantize --equalize --adaround --correct-bias exited $?"
 "$qfx" eval "$work/fmnist_cle.pt" --engine qnnpack --data "$fmnist/t10k-images-idx3-ubyte.gz" "${norm[@]}" \
   --limit-batches 40 -q --json "$work/eval_cle.json" >/dev/null || fail "eval of the equalized model exited $?"
 "$python" -c 'import json, sys; f, q = (json.load(open(p))["top1"] for p in sys.argv[1:]); assert f - q < 0.01, (f, q)' \
-  "$work/eval_float.json" "$work/eval_cle.json" || fail "the equalized, bias-corrected model lost a point or more"
-expect_error 1 "--correct-bias needs calibration data: pass --calib DATA" -- \
+  "$work/eval_float.json" "$work/eval_cle.json" || fail "the equalized, adarounded, bias-corrected model lost a point or more"
+expect_error 1 "--correct-bias and --adaround need calibration data: pass --calib DATA" -- \
   quantize "$demo_model" -o "$work/never.pt" --correct-bias
-expect_error 1 "--equalize and --correct-bias are for post-training static quantization" -- \
+expect_error 1 "--equalize, --adaround and --correct-bias are for post-training static quantization" -- \
   quantize "$demo_model" -o "$work/never.pt" --equalize --dynamic
 
 # accuracy-driven fallback: qnnpack int8 loses ~0.16 points; --max-drop 0.1 leaves nodes float, reports them, and

@@ -146,5 +146,35 @@ TEST(CorrectBias, NeedsCalibrationDataAndSkipsLayersWithoutAQuantizedWeight) {
   EXPECT_TRUE(at::equal(dynamic_cast<torch::nn::LinearImpl*>(gm->find_submodule("fc").get())->bias, bias));
 }
 
+TEST(Adaround, RoundsEachWeightUpOrDownToLowerTheLayersOutputErrorThanNearest) {
+  auto gm = single_linear();
+  at::manual_seed(2);
+  std::vector<at::Tensor> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(at::randn({64, 16}) + 0.5);
+  at::Tensor w = weight_of(*gm, "fc").clone();
+  auto* fc = dynamic_cast<torch::nn::LinearImpl*>(gm->find_submodule("fc").get());
+  at::Tensor bias = fc->bias.clone();
+  // default_qconfig's weight observer: scale = max|W| / 127.5, zero point 0, [-128, 127]
+  const double scale = w.abs().max().item<double>() / 127.5;
+  PassOptions options = bias_options(batches);
+  options.adaround_iterations = 300;
+  EXPECT_TRUE(PassManager().add("adaround").run(*gm, options));
+  at::Tensor rounded = fc->weight.detach();
+
+  EXPECT_EQ(rounded.abs().max().item<double>() / 127.5, scale);  // the observer's qparams stay the same
+  at::Tensor steps = rounded / scale;
+  at::Tensor extreme = (w == w.max()) | (w == w.min());
+  EXPECT_TRUE(at::allclose(steps.masked_select(~extreme), at::round(steps).masked_select(~extreme), 0, 1e-4));
+  EXPECT_TRUE(((rounded - w).abs() < scale * 1.0001).all().item<bool>());  // up or down, never further
+  EXPECT_TRUE(at::equal(fc->bias, bias));
+
+  at::Tensor x = at::cat(batches);
+  auto output_error = [&](const at::Tensor& weight) {
+    at::Tensor quantized = at::fake_quantize_per_tensor_affine(weight, scale, 0, -128, 127);
+    return (at::linear(x, quantized, bias) - at::linear(x, w, bias)).pow(2).mean().item<double>();
+  };
+  EXPECT_LT(output_error(rounded), 0.8 * output_error(w)) << "nearest " << output_error(w);
+}
+
 }  // namespace
 }  // namespace qfx::passes

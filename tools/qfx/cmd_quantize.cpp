@@ -53,7 +53,8 @@ struct Options {
   TrainArgs train;
   OnnxArgs onnx;
   bool dynamic = false, reference = false, print = false, quiet = false, force = false;
-  bool equalize = false, correct_bias = false;
+  bool equalize = false, correct_bias = false, adaround = false;
+  int64_t adaround_iterations = 500;
 };
 
 class Stopwatch {
@@ -76,24 +77,26 @@ void calibrate(ir::GraphModule& gm, const Options& o) {
                              [&](const io::Batch& batch) { interpreter.run(batch.inputs); });
 }
 
-/// `--equalize`, `--correct-bias`: fuses (batch norms folded), then runs the
-/// accuracy passes on the float model before observation.
+/// `--equalize`, `--adaround`, `--correct-bias`: fuses (batch norms folded), then runs the accuracy passes on the
+/// float model before observation.
 void improve_float_model(ir::GraphModule& gm, const quant::QConfigMapping& mapping,
                          const backend::BackendConfig& backend, const Options& o) {
-  if (!o.equalize && !o.correct_bias) return;
+  if (!o.equalize && !o.correct_bias && !o.adaround) return;
   passes::PassOptions options;
   options.backend_config = std::shared_ptr<const backend::BackendConfig>(std::shared_ptr<const void>(), &backend);
   options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(mapping);
-  passes::PassManager pipeline;
-  pipeline.add("fuse");
-  if (o.equalize) pipeline.add("equalize");
-  if (o.correct_bias) {
+  options.adaround_iterations = o.adaround_iterations;
+  if (o.correct_bias || o.adaround) {
     auto inputs = std::make_shared<std::vector<std::vector<c10::IValue>>>();
     for_each_calibration_batch(o.calib, o.data_args, o.calib_batches, "measure", o.quiet,
                                [&](const io::Batch& batch) { inputs->push_back(batch.inputs); });
     options.calibration_inputs = inputs;
-    pipeline.add("correct-bias");
   }
+  passes::PassManager pipeline;
+  pipeline.add("fuse");
+  if (o.equalize) pipeline.add("equalize");
+  if (o.adaround) pipeline.add("adaround");
+  if (o.correct_bias) pipeline.add("correct-bias");
   pipeline.run(gm, options);
 }
 
@@ -136,7 +139,7 @@ std::string fallback_qconfig_path(const Options& o) {
 nlohmann::json fall_back_to_float(ir::GraphModule& calibrated, const ir::GraphModule& float_model,
                                   const quant::QConfigMapping& mapping, const backend::BackendConfig& backend,
                                   const Options& o, const io::OutputOptions& outputs) {
-  constexpr int64_t kScoreBatchSize = 256;
+  constexpr int64_t kScoreBatchSize = 32;
   std::vector<LabelledBatch> batches =
       load_batches(o.eval, o.data_args, kScoreBatchSize, 0, "evaluation data", o.quiet);
   auto convert = [&backend](ir::GraphModule& gm) { convert_fx(gm, backend); };
@@ -196,10 +199,11 @@ void check_options(const Options& o) {
   TORCH_CHECK(!o.dynamic || o.qconfig == "default",
               "--dynamic sets the QConfigMapping (default_dynamic_qconfig) and --qconfig another: give one of them "
               "(a dynamic qconfig in a --qconfig file quantizes dynamically too)");
-  TORCH_CHECK(!(o.equalize || o.correct_bias) || !(is_qat(o) || o.dynamic),
-              "--equalize and --correct-bias are for post-training static quantization, not with --qconfig qat or "
-              "--dynamic");
-  TORCH_CHECK(!o.correct_bias || !o.calib.empty(), "--correct-bias needs calibration data: pass --calib DATA");
+  TORCH_CHECK(!(o.equalize || o.correct_bias || o.adaround) || !(is_qat(o) || o.dynamic),
+              "--equalize, --adaround and --correct-bias are for post-training static quantization, not with "
+              "--qconfig qat or --dynamic");
+  TORCH_CHECK(!(o.correct_bias || o.adaround) || !o.calib.empty(),
+              "--correct-bias and --adaround need calibration data: pass --calib DATA");
   TORCH_CHECK(!falls_back(o) || (!o.eval.empty() && !o.calib.empty() && !is_qat(o) && !o.dynamic),
               "--max-drop and --max-float-nodes need --eval DATA (labelled) and --calib DATA, for post-training "
               "static quantization");
@@ -327,6 +331,10 @@ void add_quantize_command(CLI::App& app, Action& action) {
                   "where --max-drop / --max-float-nodes write the QConfigMapping JSON (default: the output's name "
                   "with .qconfig.json)")
       ->check(output_file());
+  cmd->add_flag("--adaround", o->adaround,
+                "learned rounding before observation: each quantized weight rounded up or down as minimizes its "
+                "layer's output error on the calibration data (AdaRound)");
+  cmd->add_option("--adaround-iters", o->adaround_iterations, "--adaround: Adam steps per layer (default: 500)");
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings")->check(output_file());
   cmd->add_option(

@@ -32,7 +32,7 @@ struct Options {
   bool quiet = false, force = false;
 };
 
-constexpr int64_t kScoreBatchSize = 256;
+constexpr int64_t kScoreBatchSize = 32;
 
 void run(const Options& o) {
   io::OutputOptions outputs =
@@ -76,8 +76,7 @@ void add_sensitivity_command(CLI::App& app, Action& action) {
   cmd->add_option("model", o->model, "TorchScript model file (.pt)")->required();
   cmd->add_option("--calib", o->calib, "calibration data (as qfx quantize --calib); calibrated once")->required();
   cmd->add_option("--calib-batches", o->calib_batches, "use at most this many calibration batches (default: all)");
-  cmd->add_option("--data", o->data, "data the trials are scored on (labelled for top1), in batches of 256")
-      ->required();
+  cmd->add_option("--data", o->data, "data the trials are scored on (labelled for top1), in batches of 32")->required();
   cmd->add_option("--limit-batches", o->limit_batches, "score on at most this many batches of --data (default: all)");
   cmd->add_option("--metric", o->metric, "top1 (accuracy, %) or sqnr (the output's SQNR against float, dB)")
       ->check(CLI::IsMember({"top1", "sqnr"}));

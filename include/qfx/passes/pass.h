@@ -56,6 +56,8 @@ struct PassOptions {
   /// The calibration batches (each the model's positional inputs), for
   /// passes that measure the float model (correct-bias).
   std::shared_ptr<const std::vector<std::vector<c10::IValue>>> calibration_inputs;
+  /// Adam steps per layer of `adaround`.
+  int64_t adaround_iterations = 500;
 };
 
 /// The backend a pass reads.
@@ -87,6 +89,16 @@ struct CorrectBiasOptions : BackendOption {
   std::shared_ptr<const std::vector<std::vector<c10::IValue>>> calibration_inputs;
   std::ostream* explain = nullptr;  ///< each corrected layer and its largest mean shift
   static CorrectBiasOptions of(const PassOptions& pipeline);
+};
+
+/// `adaround`'s options.
+struct AdaroundOptions : BackendOption {
+  std::shared_ptr<const quant::QConfigMapping> qconfig_mapping;  ///< required: the nodes' weight observers
+  /// Required: the batches the layers' inputs come from.
+  std::shared_ptr<const std::vector<std::vector<c10::IValue>>> calibration_inputs;
+  int64_t iterations = 500;         ///< Adam steps per layer
+  std::ostream* explain = nullptr;  ///< how many weights each layer rounds away from nearest
+  static AdaroundOptions of(const PassOptions& pipeline);
 };
 
 /// `swap-qat-modules`' options.
@@ -158,6 +170,16 @@ bool equalize(ir::GraphModule& gm, const EqualizeOptions& options = {});
 /// per-channel mean of its input on the calibration data. Run after `fuse`
 /// (and `equalize`), before observation.
 bool correct_bias(ir::GraphModule& gm, const CorrectBiasOptions& options);
+
+/// `adaround`: learned rounding (Nagel et al. 2020): each conv or linear whose
+/// qconfig quantizes its weight gets weights on its quantization grid, each
+/// rounded up or down as minimizes the layer's output error on the
+/// calibration data (its float inputs), learned with LibTorch autograd. The
+/// qparams are the weight observer's; each channel's smallest and largest
+/// weight keep their values, so a min/max weight observer gives the same
+/// qparams at convert and the weights quantize exactly. Run after `fuse`
+/// (and `equalize`), before observation.
+bool adaround(ir::GraphModule& gm, const AdaroundOptions& options);
 
 /// `swap-qat-modules`: each module with a qconfig whose type the
 /// BackendConfig maps to a QAT module (`qat_module`) becomes that module

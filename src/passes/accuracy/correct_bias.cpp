@@ -7,7 +7,6 @@
 
 #include "weighted_layers.h"
 
-#include "passes/prepare/qconfig_resolution.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/passes/pass.h"
 #include "qfx/quant/fake_quantize.h"
@@ -89,18 +88,13 @@ bool correct_bias(ir::GraphModule& gm, const CorrectBiasOptions& options) {
   TORCH_CHECK(options.calibration_inputs != nullptr && !options.calibration_inputs->empty(),
               "correct-bias needs calibration data");
   torch::NoGradGuard no_grad;
-  auto qconfigs = detail::node_qconfigs(gm, *options.qconfig_mapping);
+  auto quantized = detail::weight_quantized_layers(gm, *options.qconfig_mapping);
   std::vector<const ir::Node*> layers;
-  for (const ir::Node* node : gm.graph().nodes()) {
-    auto found = qconfigs.find(node);
-    if (found == qconfigs.end() || !found->second || !detail::weighted_layer(gm, *node)) continue;
-    if (!quant::is_quantized_dtype(found->second->weight.prototype()->dtype())) continue;
-    if (!node->args().empty() && node->args()[0].is_node()) layers.push_back(node);
-  }
+  for (const auto& entry : quantized) layers.push_back(entry.first);
   std::map<const ir::Node*, InputMean> means = input_means(gm, layers, *options.calibration_inputs);
-  for (const ir::Node* node : layers) {
+  for (const auto& [node, qconfig] : quantized) {
     detail::WeightedLayer layer = *detail::weighted_layer(gm, *node);
-    at::Tensor shift = output_shift(weight_error(layer.weight, *qconfigs.at(node)), layer.groups, means[node].mean());
+    at::Tensor shift = output_shift(weight_error(layer.weight, qconfig), layer.groups, means[node].mean());
     layer.ensure_bias().sub_(shift);
     if (options.explain != nullptr) {
       *options.explain << "correct-bias: " << node->name() << " mean shift " << shift.abs().max().item<double>()

@@ -4,6 +4,7 @@
 
 #include "qfx/ir/module_registry.h"
 #include "qfx/nn/intrinsic.h"
+#include "passes/prepare/qconfig_resolution.h"
 
 #include <ATen/ATen.h>
 #include <torch/nn/modules/conv.h>
@@ -12,11 +13,35 @@
 namespace qfx::passes::detail {
 namespace {
 
+/// `module`'s forward with `weight` and `bias` in its members for the call.
+template <typename Module>
+at::Tensor forward_swapping(Module* module, const at::Tensor& x, at::Tensor weight, at::Tensor bias) {
+  struct Swap {
+    Module* module;
+    at::Tensor& weight;
+    at::Tensor& bias;
+    void swap() {
+      std::swap(module->weight, weight);
+      std::swap(module->bias, bias);
+    }
+    ~Swap() { swap(); }
+  } swapped{module, weight, bias};
+  swapped.swap();
+  return module->forward(x);
+}
+
 template <typename Conv>
 bool as_conv(torch::nn::Module* module, WeightedLayer& layer) {
   auto* conv = dynamic_cast<Conv*>(module);
   if (conv == nullptr) return false;
-  layer = {conv, conv->weight, &conv->bias, conv->options.groups(), false};
+  layer = {conv,
+           conv->weight,
+           &conv->bias,
+           conv->options.groups(),
+           false,
+           [conv](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+             return forward_swapping(conv, x, w, b);
+           }};
   return true;
 }
 
@@ -28,7 +53,13 @@ std::optional<WeightedLayer> plain_layer(torch::nn::Module* module) {
     return layer;
   }
   if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module)) {
-    return WeightedLayer{linear, linear->weight, &linear->bias, 1, false};
+    return WeightedLayer{linear,
+                         linear->weight,
+                         &linear->bias,
+                         1,
+                         false,
+                         [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+                           return at::linear(x, w, b); }};
   }
   return std::nullopt;
 }
@@ -55,6 +86,19 @@ std::optional<WeightedLayer> weighted_layer(const ir::GraphModule& gm, const ir:
     return layer;
   }
   return plain_layer(module.get());
+}
+
+std::vector<std::pair<const ir::Node*, quant::QConfig>> weight_quantized_layers(const ir::GraphModule& gm,
+                                                                                const quant::QConfigMapping& mapping) {
+  auto qconfigs = node_qconfigs(gm, mapping);
+  std::vector<std::pair<const ir::Node*, quant::QConfig>> layers;
+  for (const ir::Node* node : gm.graph().nodes()) {
+    auto found = qconfigs.find(node);
+    if (found == qconfigs.end() || !found->second || !weighted_layer(gm, *node)) continue;
+    if (!quant::is_quantized_dtype(found->second->weight.prototype()->dtype())) continue;
+    if (!node->args().empty() && node->args()[0].is_node()) layers.emplace_back(node, *found->second);
+  }
+  return layers;
 }
 
 bool is_relu(const ir::GraphModule& gm, const ir::Node& node) {

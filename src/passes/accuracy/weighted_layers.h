@@ -4,11 +4,15 @@
 // bias, its groups, and whether a ReLU follows inside a fused module.
 
 #include "qfx/ir/graph_module.h"
+#include "qfx/quant/qconfig_mapping.h"
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
+#include <functional>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace qfx::passes::detail {
 
@@ -20,12 +24,20 @@ struct WeightedLayer {
   at::Tensor* bias = nullptr;           ///< the module's bias member (may be undefined)
   int64_t groups = 1;
   bool relu = false;  ///< a fused ReLU follows
+  /// The layer's output for `x` with `weight` and `bias` (may be undefined)
+  /// in place of its own (no fused ReLU); differentiable in `weight`.
+  std::function<at::Tensor(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias)> forward_with;
   /// The layer's bias, made (zeros, registered) when it has none.
   at::Tensor& ensure_bias();
 };
 
 /// The layer `node` calls, or nullopt when it calls none.
 std::optional<WeightedLayer> weighted_layer(const ir::GraphModule& gm, const ir::Node& node);
+
+/// The weighted layers of `gm` whose qconfig in `mapping` quantizes their
+/// weight (to qint8, quint8, ...), with that qconfig, in graph order.
+std::vector<std::pair<const ir::Node*, quant::QConfig>> weight_quantized_layers(const ir::GraphModule& gm,
+                                                                                const quant::QConfigMapping& mapping);
 
 /// True for a ReLU node (module, function or method) with one input.
 bool is_relu(const ir::GraphModule& gm, const ir::Node& node);
