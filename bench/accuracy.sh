@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # The accuracy table of docs/accuracy.md: the Fashion-MNIST models trained by
-# qfx (examples/fashion_mnist: the demo CNN and the MobileNetV2-style
-# network), quantized every way qfx offers, top-1 on the 10,000 test images,
+# qfx (examples/fashion_mnist: the demo CNN, the MobileNetV2-style network
+# and the small ViT), quantized every way qfx offers, top-1 on the 10,000 test images,
 # and the seconds each `qfx quantize` took (import to export, calibration on
 # 1,024 training images: 32 batches of 32, seed 0). Per-tensor rows use the
 # qnnpack engine and its weight observer (MinMaxObserver, qint8, per-tensor
 # symmetric) with the activation observer named; per-channel is onednn's
 # default mapping; QAT fine-tunes one epoch. Prints the Markdown table, then
 # the time of `qfx sensitivity` on each model against one float scoring pass.
-#   bench/accuracy.sh [BUILD_DIR] [MODELS...]   (models: cnn mobilenet)
+#   bench/accuracy.sh [BUILD_DIR] [MODELS...]   (models: cnn mobilenet vit)
 set -euo pipefail
 build=${1:-build}
 shift $(( $# > 0 ? 1 : 0 ))
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(cnn mobilenet)
+[ ${#models[@]} -gt 0 ] || models=(cnn mobilenet vit)
 here=$(cd "$(dirname "$0")/.." && pwd)
 qfx="$build/bin/qfx"
 data=/usr/share/datasets/fashion-mnist

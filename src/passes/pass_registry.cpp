@@ -54,6 +54,31 @@ ConvertToReferenceOptions ConvertToReferenceOptions::of(const PassOptions& p) {
   return o;
 }
 
+void CalibratedPassOptions::take(const PassOptions& p) {
+  backend_config = p.backend_config;
+  qconfig_mapping = p.qconfig_mapping;
+  calibration_inputs = p.calibration_inputs;
+  explain = p.explain;
+}
+
+void CalibratedPassOptions::check(const char* pass) const {
+  TORCH_CHECK(qconfig_mapping != nullptr, pass, " needs a QConfigMapping (its weight observers)");
+  TORCH_CHECK(calibration_inputs != nullptr && !calibration_inputs->empty(), pass, " needs calibration data");
+}
+
+CorrectBiasOptions CorrectBiasOptions::of(const PassOptions& p) {
+  CorrectBiasOptions o;
+  o.take(p);
+  return o;
+}
+
+AdaroundOptions AdaroundOptions::of(const PassOptions& p) {
+  AdaroundOptions o;
+  o.take(p);
+  o.iterations = p.adaround_iterations;
+  return o;
+}
+
 LowerToNativeOptions LowerToNativeOptions::of(const PassOptions& p) { return {p.explain, p.jobs}; }
 
 namespace {

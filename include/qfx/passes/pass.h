@@ -82,22 +82,28 @@ struct EqualizeOptions {
   static EqualizeOptions of(const PassOptions& pipeline);
 };
 
-/// `correct-bias`'s options.
-struct CorrectBiasOptions : BackendOption {
+/// What the passes that measure the float model on calibration data read
+/// (correct-bias, adaround).
+struct CalibratedPassOptions : BackendOption {
   std::shared_ptr<const quant::QConfigMapping> qconfig_mapping;  ///< required: the nodes' weight observers
-  /// Required: the batches the input means are measured on.
+  /// Required: the batches the layers' inputs are measured on.
   std::shared_ptr<const std::vector<std::vector<c10::IValue>>> calibration_inputs;
-  std::ostream* explain = nullptr;  ///< each corrected layer and its largest mean shift
+  std::ostream* explain = nullptr;  ///< what the pass did to each layer
+  /// c10::Error naming `pass` when the mapping or the data is missing.
+  void check(const char* pass) const;
+
+ protected:
+  void take(const PassOptions& pipeline);
+};
+
+/// `correct-bias`'s options.
+struct CorrectBiasOptions : CalibratedPassOptions {
   static CorrectBiasOptions of(const PassOptions& pipeline);
 };
 
 /// `adaround`'s options.
-struct AdaroundOptions : BackendOption {
-  std::shared_ptr<const quant::QConfigMapping> qconfig_mapping;  ///< required: the nodes' weight observers
-  /// Required: the batches the layers' inputs come from.
-  std::shared_ptr<const std::vector<std::vector<c10::IValue>>> calibration_inputs;
-  int64_t iterations = 500;         ///< Adam steps per layer
-  std::ostream* explain = nullptr;  ///< how many weights each layer rounds away from nearest
+struct AdaroundOptions : CalibratedPassOptions {
+  int64_t iterations = 500;  ///< Adam steps per layer
   static AdaroundOptions of(const PassOptions& pipeline);
 };
 

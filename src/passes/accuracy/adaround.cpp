@@ -121,20 +121,8 @@ at::Tensor learn_rounding(const detail::WeightedLayer& layer, const Grid& grid, 
 
 }  // namespace
 
-AdaroundOptions AdaroundOptions::of(const PassOptions& p) {
-  AdaroundOptions o;
-  o.backend_config = p.backend_config;
-  o.qconfig_mapping = p.qconfig_mapping;
-  o.calibration_inputs = p.calibration_inputs;
-  o.iterations = p.adaround_iterations;
-  o.explain = p.explain;
-  return o;
-}
-
 bool adaround(ir::GraphModule& gm, const AdaroundOptions& options) {
-  TORCH_CHECK(options.qconfig_mapping != nullptr, "adaround needs a QConfigMapping (its weight observers)");
-  TORCH_CHECK(options.calibration_inputs != nullptr && !options.calibration_inputs->empty(),
-              "adaround needs calibration data");
+  options.check("adaround");
   TORCH_CHECK(options.iterations > 0, "adaround: iterations must be positive, not ", options.iterations);
   auto layers = detail::weight_quantized_layers(gm, *options.qconfig_mapping);
   for (const auto& [node, qconfig] : layers) {

@@ -74,19 +74,8 @@ at::Tensor output_shift(const at::Tensor& error, int64_t groups, const at::Tenso
 
 }  // namespace
 
-CorrectBiasOptions CorrectBiasOptions::of(const PassOptions& p) {
-  CorrectBiasOptions o;
-  o.backend_config = p.backend_config;
-  o.qconfig_mapping = p.qconfig_mapping;
-  o.calibration_inputs = p.calibration_inputs;
-  o.explain = p.explain;
-  return o;
-}
-
 bool correct_bias(ir::GraphModule& gm, const CorrectBiasOptions& options) {
-  TORCH_CHECK(options.qconfig_mapping != nullptr, "correct-bias needs a QConfigMapping (its weight observers)");
-  TORCH_CHECK(options.calibration_inputs != nullptr && !options.calibration_inputs->empty(),
-              "correct-bias needs calibration data");
+  options.check("correct-bias");
   torch::NoGradGuard no_grad;
   auto quantized = detail::weight_quantized_layers(gm, *options.qconfig_mapping);
   std::vector<const ir::Node*> layers;
