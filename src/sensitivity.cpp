@@ -92,12 +92,6 @@ double QuantizationTrials::score(const std::set<std::string>& float_nodes) const
   return score_model(*convert_with(float_nodes));
 }
 
-std::vector<double> QuantizationTrials::scores(const std::vector<std::set<std::string>>& float_node_sets) const {
-  std::vector<double> results;
-  for (const std::set<std::string>& float_nodes : float_node_sets) results.push_back(score(float_nodes));
-  return results;
-}
-
 double QuantizationTrials::score_model(ir::GraphModule& model) const {
   ir::Interpreter interpreter(model);
   int64_t correct = 0;
@@ -127,16 +121,10 @@ SensitivityReport analyze_sensitivity(const QuantizationTrials& trials) {
   report.quantized_score = trials.score({});
   std::set<std::string> all;
   for (const QuantizableNode& node : trials.nodes()) all.insert(node.name);
-  std::vector<std::set<std::string>> sets;  // per node: every other node float, then this node float
   for (const QuantizableNode& node : trials.nodes()) {
     std::set<std::string> others = all;
     others.erase(node.name);
-    sets.push_back(std::move(others));
-    sets.push_back({node.name});
-  }
-  std::vector<double> scores = trials.scores(sets);
-  for (size_t i = 0; i < trials.nodes().size(); ++i) {
-    report.nodes.push_back({trials.nodes()[i], scores[2 * i], scores[2 * i + 1]});
+    report.nodes.push_back({node, trials.score(others), trials.score({node.name})});
   }
   std::stable_sort(report.nodes.begin(), report.nodes.end(), [](const NodeSensitivity& a, const NodeSensitivity& b) {
     if (a.only_float != b.only_float) return a.only_float > b.only_float;
@@ -189,11 +177,6 @@ namespace {
 
 bool nameable(const QuantizableNode& node) { return node.op == "call_module" || node.op == "call_function"; }
 
-ir::NodeScope scope_of(const ir::Node& node) {
-  auto it = node.meta().find(ir::kScopeMeta);
-  return it == node.meta().end() ? ir::NodeScope{} : std::any_cast<ir::NodeScope>(it->second);
-}
-
 }  // namespace
 
 std::set<std::string> FallbackResult::float_nodes() const {
@@ -222,16 +205,10 @@ FallbackResult fall_back(const QuantizationTrials& trials, double max_drop, int6
   auto within = [&](double score) { return result.float_score - score <= max_drop; };
   result.met = within(result.score);
   if (result.met || max_float_nodes == 0) return result;
-  std::vector<QuantizableNode> candidates;
-  std::vector<std::set<std::string>> alone;
-  for (const QuantizableNode& node : trials.nodes()) {
-    if (!nameable(node)) continue;
-    candidates.push_back(node);
-    alone.push_back({node.name});
-  }
-  std::vector<double> scores = trials.scores(alone);
   std::vector<std::pair<double, QuantizableNode>> ranked;  // (score with the node alone float, node)
-  for (size_t i = 0; i < candidates.size(); ++i) ranked.emplace_back(scores[i], candidates[i]);
+  for (const QuantizableNode& node : trials.nodes()) {
+    if (nameable(node)) ranked.emplace_back(trials.score({node.name}), node);
+  }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::set<std::string> float_nodes;
   for (const auto& [alone, node] : ranked) {
@@ -254,7 +231,7 @@ quant::QConfigMapping mapping_with_float_nodes(quant::QConfigMapping mapping, co
   std::map<std::pair<std::string, std::string>, int64_t> next_index;  // (scope, function) -> calls so far
   for (const ir::Node* node : calibrated.graph().nodes()) {
     if (node->op() == ir::Opcode::kCallFunction) {
-      ir::NodeScope scope = scope_of(*node);
+      ir::NodeScope scope = ir::node_scope(*node);
       int64_t index = next_index[{scope.module_path, node->target()}]++;
       if (float_nodes.count(node->name()) > 0) {
         mapping.set_module_name_object_type_order(scope.module_path, node->target(), index, std::nullopt);

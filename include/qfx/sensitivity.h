@@ -71,8 +71,6 @@ class QuantizationTrials {
   double score(const std::set<std::string>& float_nodes) const;
   /// The score of a converted model.
   double score_model(ir::GraphModule& model) const;
-  /// The scores of several trials (each a set of float nodes).
-  std::vector<double> scores(const std::vector<std::set<std::string>>& float_node_sets) const;
 
  private:
   const ir::GraphModule& calibrated_;

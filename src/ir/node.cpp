@@ -156,4 +156,9 @@ void Node::replace_input_with(Node* old_input, Node* new_input) {
 
 std::string Node::format() const { return format_node(*this); }
 
+NodeScope node_scope(const Node& node) {
+  auto it = node.meta().find(kScopeMeta);
+  return it == node.meta().end() ? NodeScope{} : std::any_cast<NodeScope>(it->second);
+}
+
 }  // namespace qfx::ir

@@ -199,11 +199,6 @@ QConfigMapping get_default_qat_qconfig_mapping(const std::string& backend, int v
 
 namespace {
 
-ir::NodeScope scope_of(const ir::Node& node) {
-  auto it = node.meta().find(ir::kScopeMeta);
-  return it == node.meta().end() ? ir::NodeScope{} : std::any_cast<ir::NodeScope>(it->second);
-}
-
 std::string module_type_at(const ir::GraphModule& gm, const std::string& path) {
   auto module = gm.find_submodule(path);
   return module == nullptr ? "" : ir::module_type_name(*module);
@@ -219,7 +214,7 @@ std::unordered_map<const ir::Node*, QConfigAny> generate_qconfig_map(const ir::G
   for (const ir::Node* node : gm.graph().nodes()) {
     QConfigAny qconfig;
     const std::string& target = node->target();
-    ir::NodeScope scope = scope_of(*node);
+    ir::NodeScope scope = ir::node_scope(*node);
     switch (node->op()) {
       case ir::Opcode::kGetAttr: {
         std::string owner = target.substr(0, target.rfind('.') == std::string::npos ? 0 : target.rfind('.'));

@@ -33,8 +33,6 @@ double cdf_of(const BinnedCounts& h, const std::vector<double>& prefix, double v
 
 double BinnedCounts::total() const { return std::accumulate(counts.begin(), counts.end(), 0.0); }
 
-double BinnedCounts::cdf(double v) const { return cdf_of(*this, prefix_sums(counts), v); }
-
 double BinnedCounts::quantile(double q) const {
   std::vector<double> prefix = prefix_sums(counts);
   double target = std::clamp(q, 0.0, 1.0) * prefix.back();

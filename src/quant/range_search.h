@@ -19,8 +19,6 @@ struct BinnedCounts {
 
   double width() const { return (hi - lo) / static_cast<double>(counts.size()); }
   double total() const;
-  /// How many values are <= v (linear inside a bin).
-  double cdf(double v) const;
   /// The value below which a fraction q of the values lie (linear inside a bin).
   double quantile(double q) const;
   /// The same distribution over `bins` bins of [lo, hi] (values outside are dropped).

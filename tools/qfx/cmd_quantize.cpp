@@ -139,9 +139,8 @@ std::string fallback_qconfig_path(const Options& o) {
 nlohmann::json fall_back_to_float(ir::GraphModule& calibrated, const ir::GraphModule& float_model,
                                   const quant::QConfigMapping& mapping, const backend::BackendConfig& backend,
                                   const Options& o, const io::OutputOptions& outputs) {
-  constexpr int64_t kScoreBatchSize = 32;
   std::vector<LabelledBatch> batches =
-      load_batches(o.eval, o.data_args, kScoreBatchSize, 0, "evaluation data", o.quiet);
+      load_batches(o.eval, o.data_args, kTrialBatchSize, 0, "evaluation data", o.quiet);
   auto convert = [&backend](ir::GraphModule& gm) { convert_fx(gm, backend); };
   QuantizationTrials trials(float_model, calibrated, convert, TrialMetric::kTop1, std::move(batches));
   double budget = o.max_drop >= 0 ? o.max_drop : -INFINITY;  // --max-float-nodes alone: as many as it allows

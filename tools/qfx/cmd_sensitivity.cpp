@@ -32,8 +32,6 @@ struct Options {
   bool quiet = false, force = false;
 };
 
-constexpr int64_t kScoreBatchSize = 32;
-
 void run(const Options& o) {
   io::OutputOptions outputs =
       check_outputs({o.json, o.report_html}, {o.model, o.calib, o.data, o.backend, o.qconfig}, o.force, true);
@@ -43,7 +41,7 @@ void run(const Options& o) {
   quant::QConfigMapping mapping = qconfig_mapping_from_arg(o.qconfig == "default" ? "default:" + o.engine : o.qconfig);
   TrialMetric metric = o.metric == "top1" ? TrialMetric::kTop1 : TrialMetric::kSqnr;
   std::vector<LabelledBatch> batches =
-      load_batches(o.data, o.data_args, kScoreBatchSize, o.limit_batches, "data", o.quiet);
+      load_batches(o.data, o.data_args, kTrialBatchSize, o.limit_batches, "data", o.quiet);
 
   auto float_model = io::import_torchscript(o.model);
   std::unique_ptr<ir::GraphModule> calibrated = float_model->deep_copy();

@@ -37,6 +37,10 @@ int64_t for_each_batch(io::DataSource& source, const std::string& what, const st
 void for_each_calibration_batch(const std::string& path, const DataArgs& args, int64_t max_batches,
                                 const std::string& label, bool quiet, const std::function<void(const io::Batch&)>& fn);
 
+/// Items per batch of the data trials are scored on (qfx sensitivity,
+/// --max-drop): small batches keep a pass's activations in cache.
+inline constexpr int64_t kTrialBatchSize = 32;
+
 /// The batches of `path` held in memory, in file order (no shuffling),
 /// `batch_size` items each, at most `max_batches` of them (0: all), with the
 /// normalization of `args`; checked as for_each_batch checks them.

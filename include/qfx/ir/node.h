@@ -120,4 +120,7 @@ class Node {
   Meta meta_;
 };
 
+/// The scope in `node`'s meta (kScopeMeta); the root's ("", "") when it has none.
+NodeScope node_scope(const Node& node);
+
 }  // namespace qfx::ir

@@ -43,12 +43,12 @@ struct Grid {
 };
 
 Grid grid_of(const at::Tensor& weight, const quant::QConfig& qconfig) {
-  auto observer = qconfig.weight.make();
-  observer->forward(weight);
-  quant::QParams q = observer->calculate_qparams();
-  auto [quant_min, quant_max] = observer->quant_range();
+  detail::ObservedWeight observed = detail::observe_weight(weight, qconfig);
+  const quant::ActivationPostProcess& observer = *observed.observer;
+  const quant::QParams& q = observed.qparams;
+  auto [quant_min, quant_max] = observer.quant_range();
   std::vector<int64_t> shape(weight.dim(), 1);
-  if (quant::is_per_channel(observer->qscheme())) shape[observer->ch_axis()] = -1;
+  if (quant::is_per_channel(observer.qscheme())) shape[observer.ch_axis()] = -1;
   return {q.scale.to(at::kFloat).reshape(shape), q.zero_point.to(at::kFloat).reshape(shape),
           static_cast<double>(quant_min), static_cast<double>(quant_max)};
 }

@@ -59,10 +59,9 @@ std::map<const ir::Node*, InputMean> input_means(ir::GraphModule& gm, const std:
 
 /// W~ - W for the weight observer of `qconfig`.
 at::Tensor weight_error(const at::Tensor& weight, const quant::QConfig& qconfig) {
-  auto observer = qconfig.weight.make();
-  observer->forward(weight);
-  quant::QParams q = observer->calculate_qparams();
-  return quant::fake_quantize(weight, *observer, q.scale, q.zero_point.to(at::kInt)) - weight;
+  detail::ObservedWeight observed = detail::observe_weight(weight, qconfig);
+  const quant::QParams& q = observed.qparams;
+  return quant::fake_quantize(weight, *observed.observer, q.scale, q.zero_point.to(at::kInt)) - weight;
 }
 
 /// (W~ - W) E[x] per output channel.

@@ -101,6 +101,12 @@ std::vector<std::pair<const ir::Node*, quant::QConfig>> weight_quantized_layers(
   return layers;
 }
 
+ObservedWeight observe_weight(const at::Tensor& weight, const quant::QConfig& qconfig) {
+  std::shared_ptr<quant::ActivationPostProcess> observer = qconfig.weight.make();
+  observer->forward(weight);
+  return {observer, observer->calculate_qparams()};
+}
+
 bool is_relu(const ir::GraphModule& gm, const ir::Node& node) {
   if (node.args().empty() || !node.args()[0].is_node()) return false;
   switch (node.op()) {

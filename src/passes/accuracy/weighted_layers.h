@@ -4,12 +4,14 @@
 // bias, its groups, and whether a ReLU follows inside a fused module.
 
 #include "qfx/ir/graph_module.h"
+#include "qfx/quant/observer_base.h"
 #include "qfx/quant/qconfig_mapping.h"
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -38,6 +40,14 @@ std::optional<WeightedLayer> weighted_layer(const ir::GraphModule& gm, const ir:
 /// weight (to qint8, quint8, ...), with that qconfig, in graph order.
 std::vector<std::pair<const ir::Node*, quant::QConfig>> weight_quantized_layers(const ir::GraphModule& gm,
                                                                                 const quant::QConfigMapping& mapping);
+
+/// A weight as its qconfig's weight observer sees it: the observer after
+/// observing the weight, and the qparams it gives.
+struct ObservedWeight {
+  std::shared_ptr<quant::ActivationPostProcess> observer;
+  quant::QParams qparams;
+};
+ObservedWeight observe_weight(const at::Tensor& weight, const quant::QConfig& qconfig);
 
 /// True for a ReLU node (module, function or method) with one input.
 bool is_relu(const ir::GraphModule& gm, const ir::Node& node);
