@@ -66,8 +66,8 @@ for model in "${models[@]}"; do
   /usr/bin/python3 - "$model" "$work/sensitivity.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[2]))
-print('sensitivity %s: %d nodes, %d trials in %.1f s, one float pass %.2f s: %.1fx'
+print('sensitivity %s: %d nodes, %d trials in %.1f s, one float pass %.2f s: %.1fx (%.0f%% of trial nodes shared)'
       % (sys.argv[1], len(r['nodes']), 2 * len(r['nodes']) + 1, r['seconds'], r['float_seconds'],
-         r['seconds'] / r['float_seconds']))
+         r['seconds'] / r['float_seconds'], 100 * r['shared_nodes']))
 PY
 done

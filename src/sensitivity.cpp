@@ -7,6 +7,7 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/observer_base.h"
+#include "shared_prefix_runs.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -88,28 +89,70 @@ std::unique_ptr<ir::GraphModule> QuantizationTrials::convert_with(const std::set
   return model;
 }
 
-double QuantizationTrials::score(const std::set<std::string>& float_nodes) const {
-  return score_model(*convert_with(float_nodes));
-}
+namespace {
 
-double QuantizationTrials::score_model(ir::GraphModule& model) const {
-  ir::Interpreter interpreter(model);
-  int64_t correct = 0;
-  int64_t items = 0;
-  double signal = 0;
-  double noise = 0;
-  for (size_t i = 0; i < batches_.size(); ++i) {
-    at::Tensor out = output_tensor(interpreter.run(batches_[i].inputs));
-    if (metric_ == TrialMetric::kTop1) {
-      correct += out.argmax(1).eq(batches_[i].labels).sum().item<int64_t>();
-      items += batches_[i].labels.size(0);
+// A trial's score, summed over batches.
+class Tally {
+ public:
+  void add(const at::Tensor& out, const LabelledBatch& batch, const at::Tensor& float_out, TrialMetric metric) {
+    if (metric == TrialMetric::kTop1) {
+      correct_ += out.argmax(1).eq(batch.labels).sum().item<int64_t>();
+      items_ += batch.labels.size(0);
     } else {
-      signal += float_outputs_[i].to(at::kDouble).pow(2).sum().item<double>();
-      noise += (float_outputs_[i].to(at::kDouble) - out.to(at::kDouble)).pow(2).sum().item<double>();
+      signal_ += float_out.to(at::kDouble).pow(2).sum().item<double>();
+      noise_ += (float_out.to(at::kDouble) - out.to(at::kDouble)).pow(2).sum().item<double>();
     }
   }
-  if (metric_ == TrialMetric::kTop1) return 100.0 * static_cast<double>(correct) / static_cast<double>(items);
-  return noise == 0 ? INFINITY : 10.0 * std::log10(signal / noise);
+  double value(TrialMetric metric) const {
+    if (metric == TrialMetric::kTop1) return 100.0 * static_cast<double>(correct_) / static_cast<double>(items_);
+    return noise_ == 0 ? INFINITY : 10.0 * std::log10(signal_ / noise_);
+  }
+
+ private:
+  int64_t correct_ = 0;
+  int64_t items_ = 0;
+  double signal_ = 0;
+  double noise_ = 0;
+};
+
+// From this many trials on, the trials resume from two base models (every
+// node quantized, every node float) where their graphs begin alike; for
+// fewer, the base models' passes would cost more than they save.
+constexpr size_t kSharedPrefixTrials = 3;
+
+std::vector<const ir::GraphModule*> pointers(const std::vector<std::unique_ptr<ir::GraphModule>>& models) {
+  std::vector<const ir::GraphModule*> out;
+  for (const auto& model : models) out.push_back(model.get());
+  return out;
+}
+
+}  // namespace
+
+double QuantizationTrials::score(const std::set<std::string>& float_nodes) const { return scores({float_nodes})[0]; }
+
+std::vector<double> QuantizationTrials::scores(const std::vector<std::set<std::string>>& float_sets,
+                                               double* shared_nodes) const {
+  std::vector<std::unique_ptr<ir::GraphModule>> models;
+  for (const std::set<std::string>& float_nodes : float_sets) models.push_back(convert_with(float_nodes));
+  std::vector<std::unique_ptr<ir::GraphModule>> bases;
+  if (float_sets.size() >= kSharedPrefixTrials) {
+    std::set<std::string> all;
+    for (const QuantizableNode& node : nodes_) all.insert(node.name);
+    bases.push_back(convert_with({}));
+    bases.push_back(convert_with(all));
+  }
+  detail::SharedPrefixRuns runs(pointers(bases), pointers(models));
+  std::vector<Tally> tallies(models.size());
+  for (size_t i = 0; i < batches_.size(); ++i) {
+    std::vector<c10::IValue> outputs = runs.run(batches_[i].inputs);
+    for (size_t t = 0; t < outputs.size(); ++t) {
+      tallies[t].add(output_tensor(outputs[t]), batches_[i], float_outputs_[i], metric_);
+    }
+  }
+  if (shared_nodes != nullptr) *shared_nodes = runs.shared_fraction();
+  std::vector<double> values;
+  for (const Tally& tally : tallies) values.push_back(tally.value(metric_));
+  return values;
 }
 
 SensitivityReport analyze_sensitivity(const QuantizationTrials& trials) {
@@ -118,13 +161,19 @@ SensitivityReport analyze_sensitivity(const QuantizationTrials& trials) {
   report.metric = trials.metric();
   report.float_score = trials.float_score();
   report.float_seconds = trials.float_seconds();
-  report.quantized_score = trials.score({});
   std::set<std::string> all;
   for (const QuantizableNode& node : trials.nodes()) all.insert(node.name);
+  std::vector<std::set<std::string>> float_sets = {{}};  // every node quantized, then per node: only it, only it float
   for (const QuantizableNode& node : trials.nodes()) {
     std::set<std::string> others = all;
     others.erase(node.name);
-    report.nodes.push_back({node, trials.score(others), trials.score({node.name})});
+    float_sets.push_back(others);
+    float_sets.push_back({node.name});
+  }
+  std::vector<double> scores = trials.scores(float_sets, &report.shared_nodes);
+  report.quantized_score = scores[0];
+  for (size_t i = 0; i < trials.nodes().size(); ++i) {
+    report.nodes.push_back({trials.nodes()[i], scores[1 + 2 * i], scores[2 + 2 * i]});
   }
   std::stable_sort(report.nodes.begin(), report.nodes.end(), [](const NodeSensitivity& a, const NodeSensitivity& b) {
     if (a.only_float != b.only_float) return a.only_float > b.only_float;
@@ -145,8 +194,13 @@ nlohmann::json SensitivityReport::to_json() const {
                     {"only_float", n.only_float}});
   }
   auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  return {{"metric", metric_name(metric)},  {"float", number(float_score)}, {"quantized", number(quantized_score)},
-          {"float_seconds", float_seconds}, {"seconds", seconds},           {"nodes", rows}};
+  return {{"metric", metric_name(metric)},
+          {"float", number(float_score)},
+          {"quantized", number(quantized_score)},
+          {"float_seconds", float_seconds},
+          {"seconds", seconds},
+          {"shared_nodes", shared_nodes},
+          {"nodes", rows}};
 }
 
 std::string SensitivityReport::table() const {
@@ -154,9 +208,10 @@ std::string SensitivityReport::table() const {
   char line[512];
   std::string out;
   std::snprintf(line, sizeof(line),
-                "%s: float %.2f%s, all quantized %.2f%s; %zu nodes, %zu trials in %.1f s (%.1fx one float pass)\n",
+                "%s: float %.2f%s, all quantized %.2f%s; %zu nodes, %zu trials in %.1f s (%.1fx one float pass, "
+                "%.0f%% of their nodes shared)\n",
                 metric_name(metric), float_score, unit, quantized_score, unit, nodes.size(), 2 * nodes.size() + 1,
-                seconds, float_seconds > 0 ? seconds / float_seconds : 0.0);
+                seconds, float_seconds > 0 ? seconds / float_seconds : 0.0, 100 * shared_nodes);
   out += line;
   std::snprintf(line, sizeof(line), "%4s  %-32s %-40s %12s %14s\n", "rank", "node", "target", "only float",
                 "only quantized");
@@ -205,10 +260,16 @@ FallbackResult fall_back(const QuantizationTrials& trials, double max_drop, int6
   auto within = [&](double score) { return result.float_score - score <= max_drop; };
   result.met = within(result.score);
   if (result.met || max_float_nodes == 0) return result;
-  std::vector<std::pair<double, QuantizableNode>> ranked;  // (score with the node alone float, node)
+  std::vector<QuantizableNode> candidates;
+  std::vector<std::set<std::string>> alone;
   for (const QuantizableNode& node : trials.nodes()) {
-    if (nameable(node)) ranked.emplace_back(trials.score({node.name}), node);
+    if (!nameable(node)) continue;
+    candidates.push_back(node);
+    alone.push_back({node.name});
   }
+  std::vector<double> alone_scores = trials.scores(alone);
+  std::vector<std::pair<double, QuantizableNode>> ranked;  // (score with the node alone float, node)
+  for (size_t i = 0; i < candidates.size(); ++i) ranked.emplace_back(alone_scores[i], candidates[i]);
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::set<std::string> float_nodes;
   for (const auto& [alone, node] : ranked) {

@@ -69,8 +69,15 @@ class QuantizationTrials {
   std::unique_ptr<ir::GraphModule> convert_with(const std::set<std::string>& float_nodes) const;
   /// The score of that model.
   double score(const std::set<std::string>& float_nodes) const;
-  /// The score of a converted model.
-  double score_model(ir::GraphModule& model) const;
+  /// The scores of several such models, in one pass over the batches. From
+  /// three models on, each resumes from the values of the model with every
+  /// node quantized or the one with every node float after the leading nodes
+  /// its converted graph has in common with them (same nodes, checked equal
+  /// value by value on the first batch), so a trial runs only what its float
+  /// nodes change. `shared_nodes`, when given, is set to the share of the
+  /// trials' nodes taken from those models' values.
+  std::vector<double> scores(const std::vector<std::set<std::string>>& float_sets,
+                             double* shared_nodes = nullptr) const;
 
  private:
   const ir::GraphModule& calibrated_;
@@ -103,9 +110,10 @@ struct SensitivityReport {
   std::vector<NodeSensitivity> nodes;
   double float_seconds = 0;  ///< one scoring pass of the float model
   double seconds = 0;        ///< all trials
+  double shared_nodes = 0;   ///< the share of the trials' nodes not run again (see QuantizationTrials::scores)
 
-  /// {"metric", "float", "quantized", "float_seconds", "seconds", "nodes": [{"node", "op", "target", "type",
-  /// "only_quantized", "only_float"}, ...]}
+  /// {"metric", "float", "quantized", "float_seconds", "seconds", "shared_nodes", "nodes": [{"node", "op", "target",
+  /// "type", "only_quantized", "only_float"}, ...]}
   nlohmann::json to_json() const;
   /// The ranked table, one line per node.
   std::string table() const;

@@ -158,12 +158,14 @@ struct Interpreter::Program {
     torch::nn::Module* module = nullptr;
     const ModuleKind* module_kind = nullptr;
     const ModuleForward* forward = nullptr;
+    const ModuleForward* fresh = nullptr;  // out of place, for recorded and resumed runs
     const OpFn* op = nullptr;
     std::vector<ArgCode> args;
     std::vector<std::pair<std::string, ArgCode>> kwargs;
     std::vector<size_t> free_after;
     bool observer = false;    // may run on the observer thread
     bool barrier = false;     // may change a tensor in place
+    bool in_place = false;    // may change a tensor in place even with `fresh`
     bool copy_input = false;  // an observer whose input an in-place module changes next
     std::string where;        // "While executing %node ..." of an observer
   };
@@ -179,7 +181,7 @@ struct Interpreter::Program {
   ArgCode compile_arg(const Argument& arg) const;
   Step compile_step(const GraphModule& gm, const Node& node);
   c10::IValue eval(const ArgCode& code) const;
-  c10::IValue execute(const Step& step, std::vector<c10::IValue>& inputs) const;
+  c10::IValue execute(const Step& step, std::vector<c10::IValue>& inputs, bool fresh = false) const;
   c10::IValue observe_later(const Step& step) const;
   void spare_inplace_inputs();
 };
@@ -229,6 +231,8 @@ Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule&
       step.forward = &kind->forward;
       step.observer = kind->observer;
       step.barrier = module_may_mutate(*kind);
+      step.fresh = kind->fresh_forward ? &kind->fresh_forward : step.forward;
+      step.in_place = step.barrier && !kind->fresh_forward;
       if (step.observer) step.where = "While executing " + node.format();
       keep_alive.push_back(std::move(module));
       break;
@@ -239,7 +243,7 @@ Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule&
       step.kind = StepKind::kOp;
       step.op = (is_fn ? OpRegistry::functions() : OpRegistry::methods()).find(node.target());
       TORCH_CHECK(step.op != nullptr, "no implementation of ", is_fn ? "function " : "method ", node.target());
-      step.barrier = op_may_mutate(node);
+      step.barrier = step.in_place = op_may_mutate(node);
       break;
     }
     case Opcode::kOutput: step.kind = StepKind::kOutput; break;
@@ -261,7 +265,7 @@ c10::IValue Interpreter::Program::eval(const ArgCode& code) const {
   return make_slice(items[0], items[1], items[2]);
 }
 
-c10::IValue Interpreter::Program::execute(const Step& step, std::vector<c10::IValue>& inputs) const {
+c10::IValue Interpreter::Program::execute(const Step& step, std::vector<c10::IValue>& inputs, bool fresh) const {
   switch (step.kind) {
     case StepKind::kPlaceholder:
       return step.input_index < inputs.size() ? std::move(inputs[step.input_index]) : step.constant;
@@ -272,7 +276,7 @@ c10::IValue Interpreter::Program::execute(const Step& step, std::vector<c10::IVa
   std::vector<c10::IValue> args;
   args.reserve(step.args.size());
   for (const ArgCode& a : step.args) args.push_back(eval(a));
-  if (step.kind == StepKind::kModule) return (*step.forward)(*step.module, args);
+  if (step.kind == StepKind::kModule) return (*(fresh ? step.fresh : step.forward))(*step.module, args);
   CallArgs::KwargValues kwargs;
   for (const auto& [key, code] : step.kwargs) kwargs.emplace_back(key, eval(code));
   return (*step.op)(CallArgs(std::move(args), std::move(kwargs)));
@@ -364,13 +368,49 @@ void Interpreter::set_observer_thread(ObserverThread mode) { observer_thread_ = 
 
 size_t Interpreter::num_inputs() const { return program_->num_inputs; }
 
+void Interpreter::check_inputs(size_t count) const {
+  const Program& p = *program_;
+  TORCH_CHECK(count >= p.num_required && count <= p.num_inputs, "forward() takes ",
+              p.num_required == p.num_inputs ? "" : "at least ", p.num_required, " input(s), got ", count);
+}
+
 c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
-  Program& p = *program_;
-  TORCH_CHECK(inputs.size() >= p.num_required && inputs.size() <= p.num_inputs, "forward() takes ",
-              p.num_required == p.num_inputs ? "" : "at least ", p.num_required, " input(s), got ", inputs.size());
+  check_inputs(inputs.size());
+  const Program& p = *program_;
   const bool later = observer_thread_ != ObserverThread::kOff && p.has_observers &&
                      (observer_thread_ == ObserverThread::kOn || util::idle_core_available());
-  util::WorkerThread* observers = later ? &util::WorkerThread::instance() : nullptr;
+  return run_steps(0, inputs, {later, false, nullptr, nullptr});
+}
+
+c10::IValue Interpreter::run_recording(std::vector<c10::IValue> inputs, const std::vector<bool>& keep,
+                                       std::vector<c10::IValue>& values) {
+  check_inputs(inputs.size());
+  values.assign(program_->steps.size(), c10::IValue());
+  return run_steps(0, inputs, {false, true, &keep, &values});
+}
+
+c10::IValue Interpreter::run_from(size_t first, const std::vector<c10::IValue>& values) {
+  Program& p = *program_;
+  TORCH_CHECK(first <= values.size() && first < p.steps.size(), "run_from(", first, "): ", values.size(),
+              " values for a graph of ", p.steps.size(), " nodes");
+  for (size_t i = first; i < p.steps.size(); ++i) {
+    TORCH_CHECK(p.steps[i].kind != Program::StepKind::kPlaceholder, "run_from(", first, "): placeholder ",
+                p.steps[i].node->name(), " is not before it");
+  }
+  std::copy(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(first), p.slots.begin());
+  std::vector<c10::IValue> no_inputs;
+  return run_steps(first, no_inputs, {false, true, nullptr, nullptr});
+}
+
+bool Interpreter::changes_in_place_from(size_t first) const {
+  const auto& steps = program_->steps;
+  return std::any_of(steps.begin() + static_cast<std::ptrdiff_t>(std::min(first, steps.size())), steps.end(),
+                     [](const Program::Step& s) { return s.in_place; });
+}
+
+c10::IValue Interpreter::run_steps(size_t first, std::vector<c10::IValue>& inputs, RunMode mode) {
+  Program& p = *program_;
+  util::WorkerThread* observers = mode.later ? &util::WorkerThread::instance() : nullptr;
   auto wait_for_observers = [&] {  // their errors name the observer node
     try {
       observers->drain();
@@ -380,21 +420,23 @@ c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
     }
   };
   c10::IValue result;
-  for (size_t i = 0; i < p.steps.size(); ++i) {
+  for (size_t i = first; i < p.steps.size(); ++i) {
     const Program::Step& step = p.steps[i];
-    if (later && step.barrier) wait_for_observers();
+    if (mode.later && step.barrier) wait_for_observers();
     try {
-      p.slots[i] = later && step.observer ? p.observe_later(step) : p.execute(step, inputs);
+      p.slots[i] = mode.later && step.observer ? p.observe_later(step) : p.execute(step, inputs, mode.fresh);
       if (hook_) hook_(*step.node, p.slots[i]);
+      if (mode.record != nullptr && i < mode.keep->size() && (*mode.keep)[i]) (*mode.record)[i] = p.slots[i];
     } catch (...) {
       std::fill(p.slots.begin(), p.slots.end(), c10::IValue());
-      if (later) wait_quietly(*observers);
+      if (mode.later) wait_quietly(*observers);
       rethrow_at("While executing", *step.node);
     }
     if (step.kind == Program::StepKind::kOutput) result = std::move(p.slots[i]);
     for (size_t slot : step.free_after) p.slots[slot] = c10::IValue();
   }
-  if (later) wait_for_observers();
+  if (mode.later) wait_for_observers();
+  std::fill(p.slots.begin(), p.slots.end(), c10::IValue());
   return result;
 }
 

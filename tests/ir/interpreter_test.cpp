@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
@@ -160,6 +161,51 @@ TEST(Interpreter, FreesValuesAfterTheirLastUse) {
   interpreter.run({at::randn({1, 3, 8, 8})});
   EXPECT_TRUE(alive_before_add);
   EXPECT_FALSE(alive_after_add);
+}
+
+TEST(Interpreter, ResumesFromRecordedValues) {
+  auto gm = conv_model();
+  Interpreter interpreter(*gm);
+  at::Tensor x = at::randn({2, 3, 8, 8});
+  std::vector<c10::IValue> values;
+  std::vector<bool> keep(10, true);
+  keep[2] = false;  // `size`
+  c10::IValue full = interpreter.run_recording({x}, keep, values);
+  ASSERT_EQ(values.size(), 10u);  // every node, the output last
+  EXPECT_TRUE(at::equal(values[0].toTensor(), x));
+  EXPECT_TRUE(values[2].isNone());
+  EXPECT_EQ(values[8].toInt(), 144);
+  // from `relu` on, the view's value comes from the recording (made 10x larger, it shows that it is used)
+  std::vector<c10::IValue> changed = values;
+  changed[3] = values[3].toTensor() * 10;
+  c10::IValue resumed = interpreter.run_from(4, changed);
+  at::Tensor expected = at::relu(values[3].toTensor() * 10) + at::arange(144, at::kFloat);
+  EXPECT_TRUE(at::equal(resumed.toTupleRef().elements()[0].toTensor(), expected));
+  EXPECT_TRUE(at::equal(interpreter.run_from(4, values).toTupleRef().elements()[0].toTensor(),
+                        full.toTupleRef().elements()[0].toTensor()));
+  EXPECT_THROW(interpreter.run_from(0, values), c10::Error);  // the placeholder is not before position 0
+  EXPECT_FALSE(interpreter.changes_in_place_from(0));
+}
+
+TEST(Interpreter, ReportsWhereValuesMayChangeInPlace) {
+  auto gm = std::make_unique<GraphModule>(make_container_module(), parse_graph(R"(graph():
+    %x : [num_users=1] = placeholder[target=x]
+    %relu : [num_users=1] = call_module[target=relu](args = (%x,), kwargs = {})
+    %neg : [num_users=1] = call_function[target=operator.mul](args = (%relu, 2), kwargs = {})
+    %add_ : [num_users=1] = call_method[target=add_](args = (%neg, 1), kwargs = {})
+    return add_)"));
+  gm->add_submodule("relu", torch::nn::ReLU(torch::nn::ReLUOptions(true)).ptr());
+  Interpreter interpreter(*gm);
+  EXPECT_TRUE(interpreter.changes_in_place_from(0));
+  EXPECT_TRUE(interpreter.changes_in_place_from(3));
+  EXPECT_FALSE(interpreter.changes_in_place_from(4));
+  // ReLU(inplace=True) runs out of place in a recording: x stays as it was
+  at::Tensor x = at::randn({4});
+  at::Tensor copy = x.clone();
+  std::vector<c10::IValue> values;
+  interpreter.run_recording({x}, {true, true}, values);
+  EXPECT_TRUE(at::equal(x, copy));
+  EXPECT_TRUE(at::equal(values[1].toTensor(), at::relu(copy)));
 }
 
 }  // namespace

@@ -79,6 +79,20 @@ TEST(Sensitivity, TheLayerMadeSensitiveRanksFirst) {
   }
 }
 
+// Trials scored together resume from the all-quantized and all-float models'
+// values; each score equals the trial run alone, in full, to the last bit.
+TEST(Sensitivity, TrialsScoredTogetherEqualTrialsRunAlone) {
+  test::EngineGuard engine("qnnpack");
+  Trials t(TrialMetric::kSqnr);
+  std::vector<std::set<std::string>> sets = {{}, {"fc1"}, {"fc2"}, {"fc3"}, {"fc1", "fc2"}, {"fc2", "fc3"}};
+  double shared = 0;
+  std::vector<double> together = t.trials->scores(sets, &shared);
+  EXPECT_GT(shared, 0.2);  // fc3 float, for one, reuses fc1's and fc2's values of the all-quantized model
+  ASSERT_EQ(together.size(), sets.size());
+  for (size_t i = 0; i < sets.size(); ++i) EXPECT_EQ(together[i], t.trials->score(sets[i])) << i;
+  EXPECT_NE(together[1], together[2]);
+}
+
 TEST(Sensitivity, FallbackLeavesTheSensitiveLayerFloatAndItsMappingReproducesTheChoice) {
   test::EngineGuard engine("qnnpack");
   Trials t(TrialMetric::kSqnr);

@@ -40,6 +40,27 @@ class Interpreter {
   /// error inside a node is re-raised as `While executing <node>: <cause>`.
   c10::IValue run(std::vector<c10::IValue> inputs);
 
+  /// Runs forward() and stores in `values` the value of each node whose
+  /// graph position is true in `keep` (None for the others). Modules that
+  /// may change their input in place and have an out-of-place forward
+  /// (ModuleKind::fresh_forward) run that, so a value stays as its node made
+  /// it unless changes_in_place_from() says otherwise; observers run in line.
+  c10::IValue run_recording(std::vector<c10::IValue> inputs, const std::vector<bool>& keep,
+                            std::vector<c10::IValue>& values);
+
+  /// Runs forward() from graph position `first` on, as run_recording does,
+  /// with the values of the nodes before it taken from `values` (what
+  /// run_recording stored for this graph, or for one whose first `first`
+  /// nodes compute the same; only those used from `first` on). c10::Error when a placeholder is at or after
+  /// `first`. Steps from `first` on must not change those values: see
+  /// changes_in_place_from().
+  c10::IValue run_from(size_t first, const std::vector<c10::IValue>& values);
+
+  /// Whether a node at graph position `first` or later may change a tensor in
+  /// place in run_recording and run_from: an in-place op, `out=`, a module
+  /// without an out-of-place forward that may change its input.
+  bool changes_in_place_from(size_t first) const;
+
   /// Installs a hook called after every node (e.g. to record activations).
   void set_node_hook(NodeHook hook);
 
@@ -61,6 +82,15 @@ class Interpreter {
 
  private:
   struct Program;
+  struct RunMode {
+    bool later;                        // observers on the observer thread
+    bool fresh;                        // modules' out-of-place forward where they have one
+    const std::vector<bool>* keep;     // which values to record
+    std::vector<c10::IValue>* record;  // the recorded values, when set
+  };
+  void check_inputs(size_t count) const;
+  c10::IValue run_steps(size_t first, std::vector<c10::IValue>& inputs, RunMode mode);
+
   std::unique_ptr<Program> program_;
   NodeHook hook_;
   ObserverThread observer_thread_ = ObserverThread::kAuto;
