@@ -76,6 +76,12 @@ QuantizationTrials::QuantizationTrials(const ir::GraphModule& float_model, const
   float_seconds_ = seconds_since(start);
 }
 
+std::set<std::string> QuantizationTrials::node_names() const {
+  std::set<std::string> names;
+  for (const QuantizableNode& node : nodes_) names.insert(node.name);
+  return names;
+}
+
 void leave_float(ir::GraphModule& calibrated, const std::set<std::string>& float_nodes) {
   for (ir::Node* node : calibrated.graph().nodes()) {
     if (float_nodes.count(node->name()) > 0) node->meta()[passes::kQConfigMeta] = quant::QConfigAny{};
@@ -136,10 +142,8 @@ std::vector<double> QuantizationTrials::scores(const std::vector<std::set<std::s
   for (const std::set<std::string>& float_nodes : float_sets) models.push_back(convert_with(float_nodes));
   std::vector<std::unique_ptr<ir::GraphModule>> bases;
   if (float_sets.size() >= kSharedPrefixTrials) {
-    std::set<std::string> all;
-    for (const QuantizableNode& node : nodes_) all.insert(node.name);
     bases.push_back(convert_with({}));
-    bases.push_back(convert_with(all));
+    bases.push_back(convert_with(node_names()));
   }
   detail::SharedPrefixRuns runs(pointers(bases), pointers(models));
   std::vector<Tally> tallies(models.size());
@@ -161,8 +165,7 @@ SensitivityReport analyze_sensitivity(const QuantizationTrials& trials) {
   report.metric = trials.metric();
   report.float_score = trials.float_score();
   report.float_seconds = trials.float_seconds();
-  std::set<std::string> all;
-  for (const QuantizableNode& node : trials.nodes()) all.insert(node.name);
+  const std::set<std::string> all = trials.node_names();
   std::vector<std::set<std::string>> float_sets = {{}};  // every node quantized, then per node: only it, only it float
   for (const QuantizableNode& node : trials.nodes()) {
     std::set<std::string> others = all;

@@ -62,6 +62,8 @@ class QuantizationTrials {
   /// The quantizable nodes: nodes of the calibrated model that were observed
   /// with a qconfig (a fused group is one node), in graph order.
   const std::vector<QuantizableNode>& nodes() const { return nodes_; }
+  /// The names of nodes(): the float nodes of the all-float trial.
+  std::set<std::string> node_names() const;
   double float_score() const { return float_score_; }
   /// Seconds of the float model's scoring pass.
   double float_seconds() const { return float_seconds_; }
