@@ -19,9 +19,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace qfx::ir {
 class GraphModule;
+}
+namespace qfx::quant {
+class ActivationPostProcess;
+}
+namespace torch::nn {
+class Module;
 }
 
 namespace qfx::dist {
@@ -64,6 +71,9 @@ class ProcessGroup {
   /// Reduces a contiguous CPU tensor over all ranks, in place: every rank
   /// gets the result. c10::Error when a rank fails or the timeout passes.
   void all_reduce(at::Tensor& tensor, Reduce op);
+  /// Every rank's `mine` (same shape on every rank) stacked in rank order:
+  /// shape [world_size, ...].
+  at::Tensor all_gather(const at::Tensor& mine);
 
  private:
   struct Impl;
@@ -77,10 +87,35 @@ class ProcessGroup {
 ///   - MovingAverage(PerChannel)MinMaxObserver: the mean over the ranks that
 ///     observed anything of their moving averages (an average of averages:
 ///     close to, not equal to, one process's).
+///   - HistogramObserver and qfx's Percentile, Entropy and MSE observers:
+///     the ranks' histograms on the union of their ranges
+///     (quant::detail::merge_histograms: exact when every rank's range is
+///     the union; otherwise each rank's counts spread evenly inside its
+///     bins), independent of the ranks' order.
+///   - FakeQuantize, FusedMovingAvgObsFakeQuantize: their observer's rule,
+///     then scale and zero_point from the merged statistics.
 ///   - Placeholder, FixedQParams, Noop, ReuseInput observers: no statistics.
 /// Every rank must call it with the same model. c10::Error naming the
 /// observer for any other kind (see check_mergeable).
 void merge_observers(ir::GraphModule& gm, ProcessGroup& group);
+
+/// merge_observers' rule for one observer (or fake-quantize module); every
+/// rank calls it for the same observer. Observers without statistics are
+/// left as they are.
+void merge_observer(quant::ActivationPostProcess& observer, ProcessGroup& group);
+
+/// Distributed QAT, after each optimizer step: the min/max statistics of
+/// every fake-quantize module of `module` (activations and weights) set to
+/// their min and max over the ranks, then scale and zero_point from them.
+/// With moving averages this is the update one process makes on the ranks'
+/// batches taken together (the average is monotone in the batch's min and
+/// max); each rank still fake-quantized its own step with its own update.
+void sync_fake_quantize(torch::nn::Module& module, ProcessGroup& group);
+
+/// Distributed QAT, after backward: every gradient replaced by its mean over
+/// the ranks (DistributedDataParallel's rule), in one all-reduce. Parameters
+/// without a gradient on this rank count as zero gradients.
+void average_gradients(const std::vector<at::Tensor>& parameters, ProcessGroup& group);
 
 /// c10::Error naming the first observer of `gm` that merge_observers cannot
 /// merge: call before calibrating.

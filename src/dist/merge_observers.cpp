@@ -3,8 +3,13 @@
 
 #include "qfx/distributed.h"
 #include "qfx/ir/graph_module.h"
+#include "qfx/quant/calibration_observers.h"
+#include "qfx/quant/fake_quantize.h"
+#include "qfx/quant/histogram_observer.h"
 #include "qfx/quant/min_max_observers.h"
 #include "qfx/quant/simple_observers.h"
+
+#include "../quant/range_search.h"
 
 #include <ATen/ATen.h>
 
@@ -13,18 +18,34 @@
 namespace qfx::dist {
 namespace {
 
-enum class Rule { kNone, kExtremes, kMean, kUnsupported };
+enum class Rule { kNone, kExtremes, kMean, kHistogram, kCalibrationHistogram, kUnsupported };
+
+template <typename T>
+bool is(const quant::ActivationPostProcess& observer) {
+  return dynamic_cast<const T*>(&observer) != nullptr;
+}
+
+/// The module holding a fake-quantize module's statistics: its observer;
+/// any other observer itself.
+quant::ActivationPostProcess& statistics_of(quant::ActivationPostProcess& observer) {
+  if (auto* fq = dynamic_cast<quant::FakeQuantizeImpl*>(&observer)) return fq->observer();
+  if (auto* fused = dynamic_cast<quant::FusedMovingAvgObsFakeQuantizeImpl*>(&observer)) {
+    return *fused->activation_post_process;
+  }
+  return observer;
+}
 
 Rule rule_of(const quant::ActivationPostProcess& observer) {
-  if (dynamic_cast<const quant::MovingAverageMinMaxObserverImpl*>(&observer) != nullptr ||
-      dynamic_cast<const quant::MovingAveragePerChannelMinMaxObserverImpl*>(&observer) != nullptr) {
+  if (is<quant::MovingAverageMinMaxObserverImpl>(observer) ||
+      is<quant::MovingAveragePerChannelMinMaxObserverImpl>(observer)) {
     return Rule::kMean;
   }
-  if (dynamic_cast<const quant::MinMaxStatsObserver*>(&observer) != nullptr) return Rule::kExtremes;
-  if (dynamic_cast<const quant::PlaceholderObserverImpl*>(&observer) != nullptr ||
-      dynamic_cast<const quant::FixedQParamsObserverImpl*>(&observer) != nullptr ||
-      dynamic_cast<const quant::NoopObserverImpl*>(&observer) != nullptr ||
-      dynamic_cast<const quant::ReuseInputObserverImpl*>(&observer) != nullptr) {
+  if (is<quant::MinMaxStatsObserver>(observer)) return Rule::kExtremes;
+  if (is<quant::HistogramObserverImpl>(observer)) return Rule::kHistogram;
+  if (is<quant::CalibrationObserver>(observer)) return Rule::kCalibrationHistogram;
+  if (is<quant::PlaceholderObserverImpl>(observer) || is<quant::FixedQParamsObserverImpl>(observer) ||
+      is<quant::NoopObserverImpl>(observer) || is<quant::ReuseInputObserverImpl>(observer) ||
+      is<quant::FixedQParamsFakeQuantizeImpl>(observer)) {
     return Rule::kNone;
   }
   return Rule::kUnsupported;
@@ -52,8 +73,8 @@ at::Tensor sized_like_others(const at::Tensor& values, double fill, ProcessGroup
   return at::full({n}, fill, at::kFloat);
 }
 
-// A statistics buffer set to `values` (1-D), in place (the module's buffer
-// is the same tensor), 0-dim again for per-tensor statistics.
+// A statistics buffer set to `values`, in place (the module's buffer is the
+// same tensor), 0-dim again for per-tensor statistics.
 void assign(at::Tensor& buffer, const at::Tensor& values) {
   buffer.set_(buffer.dim() == 0 && values.numel() == 1 ? values.reshape({}) : values);
 }
@@ -87,27 +108,178 @@ void merge_means(quant::MinMaxStatsObserver& o, ProcessGroup& group) {
   assign(o.max_val, hi.div(ranks));
 }
 
+// Histograms, one row per tensor or channel: `counts` [rows, bins] and the
+// range of each row. Every rank's rows are gathered, then merged row by row;
+// a rank that observed nothing contributes empty rows.
+struct Histograms {
+  at::Tensor counts;  // float64 [rows, bins]
+  at::Tensor lo, hi;  // float64 [rows]
+};
+
+Histograms merged(const Histograms& mine, int64_t bins, ProcessGroup& group) {
+  at::Tensor rows = at::tensor({mine.counts.size(0)}, at::kLong);
+  group.all_reduce(rows, ProcessGroup::Reduce::kMax);
+  const int64_t n = rows.item<int64_t>();
+  at::Tensor packed = at::zeros({n, bins + 2}, at::kDouble);
+  packed.select(1, 0).fill_(INFINITY);
+  packed.select(1, 1).fill_(-INFINITY);
+  if (mine.counts.size(0) == n) {
+    packed.select(1, 0).copy_(mine.lo);
+    packed.select(1, 1).copy_(mine.hi);
+    packed.narrow(1, 2, bins).copy_(mine.counts);
+  } else {
+    TORCH_CHECK(mine.counts.size(0) == 0, "histograms of ", mine.counts.size(0), " and ", n, " rows on two ranks");
+  }
+  at::Tensor all = group.all_gather(packed).contiguous();  // [world, n, bins + 2]
+  Histograms out{at::zeros({n, bins}, at::kDouble), at::empty({n}, at::kDouble), at::empty({n}, at::kDouble)};
+  for (int64_t row = 0; row < n; ++row) {
+    std::vector<quant::detail::BinnedCounts> parts;
+    for (int64_t r = 0; r < all.size(0); ++r) {
+      const double* p = all[r][row].data_ptr<double>();
+      parts.push_back({std::vector<double>(p + 2, p + 2 + bins), p[0], p[1]});
+    }
+    quant::detail::BinnedCounts m = quant::detail::merge_histograms(parts, bins);
+    out.counts[row].copy_(at::tensor(m.counts, at::kDouble));
+    out.lo[row] = m.lo;
+    out.hi[row] = m.hi;
+  }
+  return out;
+}
+
+void merge_histogram(quant::HistogramObserverImpl& o, ProcessGroup& group) {
+  const int64_t bins = o.options.bins();
+  const bool observed = std::isfinite(o.min_val.item<float>());
+  Histograms mine{observed ? o.histogram.to(at::kDouble).reshape({1, bins}) : at::zeros({0, bins}, at::kDouble),
+                  o.min_val.to(at::kDouble).reshape({-1}), o.max_val.to(at::kDouble).reshape({-1})};
+  if (!observed) mine.lo = mine.hi = at::empty({0}, at::kDouble);
+  Histograms all = merged(mine, bins, group);
+  if (!std::isfinite(all.lo.item<double>())) return;  // no rank observed anything
+  o.histogram.copy_(all.counts[0].to(at::kFloat));
+  o.min_val.fill_(all.lo.item<double>());
+  o.max_val.fill_(all.hi.item<double>());
+}
+
+void merge_calibration_histogram(quant::CalibrationObserver& o, ProcessGroup& group) {
+  const int64_t bins = o.options.bins();
+  const bool observed = o.histogram.size(0) > 0;
+  Histograms mine{o.histogram, o.min_val.to(at::kDouble).reshape({-1}), o.max_val.to(at::kDouble).reshape({-1})};
+  if (!observed) mine.lo = mine.hi = at::empty({0}, at::kDouble);
+  Histograms all = merged(mine, bins, group);
+  if (all.counts.size(0) == 0 || !at::isfinite(all.lo).all().item<bool>()) return;
+  o.histogram.set_(all.counts);
+  assign(o.min_val, all.lo.to(at::kFloat));
+  assign(o.max_val, all.hi.to(at::kFloat));
+}
+
+/// A fake-quantize module's scale and zero_point from its merged min/max
+/// statistics, once it has any.
+void refresh_qparams(quant::ActivationPostProcess& observer) {
+  auto* stats = dynamic_cast<quant::MinMaxStatsObserver*>(&statistics_of(observer));
+  if (stats == nullptr || stats->min_val.numel() == 0 || !at::isfinite(stats->min_val).all().item<bool>()) return;
+  auto set = [&](at::Tensor& scale, at::Tensor& zero_point) {
+    quant::QParams q = observer.calculate_qparams();
+    scale.resize_(q.scale.sizes()).copy_(q.scale);
+    zero_point.resize_(q.zero_point.sizes()).copy_(q.zero_point);
+  };
+  if (auto* fq = dynamic_cast<quant::FakeQuantizeImpl*>(&observer)) set(fq->scale, fq->zero_point);
+  if (auto* fused = dynamic_cast<quant::FusedMovingAvgObsFakeQuantizeImpl*>(&observer)) {
+    set(fused->scale, fused->zero_point);
+  }
+}
+
+void merge_one(quant::ActivationPostProcess& observer, ProcessGroup& group) {
+  quant::ActivationPostProcess& stats = statistics_of(observer);
+  switch (rule_of(stats)) {
+    case Rule::kExtremes: merge_extremes(dynamic_cast<quant::MinMaxStatsObserver&>(stats), group); break;
+    case Rule::kMean: merge_means(dynamic_cast<quant::MinMaxStatsObserver&>(stats), group); break;
+    case Rule::kHistogram: merge_histogram(dynamic_cast<quant::HistogramObserverImpl&>(stats), group); break;
+    case Rule::kCalibrationHistogram:
+      merge_calibration_histogram(dynamic_cast<quant::CalibrationObserver&>(stats), group);
+      break;
+    case Rule::kNone:
+    case Rule::kUnsupported: return;
+  }
+  refresh_qparams(observer);
+}
+
 }  // namespace
 
 void check_mergeable(const ir::GraphModule& gm) {
   for (const auto& [node, observer] : observers_of(gm)) {
-    TORCH_CHECK(rule_of(*observer) != Rule::kUnsupported, "distributed calibration: ", observer->describe(), " (node ",
-                node->name(),
-                ") has no merge across ranks; use MinMax, PerChannelMinMax or their "
-                "MovingAverage forms in the qconfig");
+    TORCH_CHECK(rule_of(statistics_of(*observer)) != Rule::kUnsupported,
+                "distributed calibration: ", observer->describe(), " (node ", node->name(),
+                ") has no merge across ranks; use a MinMax, Histogram or qfx.observer calibration observer");
   }
 }
 
 void merge_observers(ir::GraphModule& gm, ProcessGroup& group) {
   check_mergeable(gm);
   at::NoGradGuard no_grad;
-  for (const auto& [node, observer] : observers_of(gm)) {
-    auto* stats = dynamic_cast<quant::MinMaxStatsObserver*>(observer);
-    switch (rule_of(*observer)) {
-      case Rule::kExtremes: merge_extremes(*stats, group); break;
-      case Rule::kMean: merge_means(*stats, group); break;
-      default: break;
+  for (const auto& [node, observer] : observers_of(gm)) merge_one(*observer, group);
+}
+
+void merge_observer(quant::ActivationPostProcess& observer, ProcessGroup& group) {
+  TORCH_CHECK(rule_of(statistics_of(observer)) != Rule::kUnsupported, "distributed calibration: ", observer.describe(),
+              " has no merge across ranks");
+  at::NoGradGuard no_grad;
+  merge_one(observer, group);
+}
+
+void sync_fake_quantize(torch::nn::Module& module, ProcessGroup& group) {
+  at::NoGradGuard no_grad;
+  std::vector<std::pair<quant::ActivationPostProcess*, quant::MinMaxStatsObserver*>> synced;
+  std::vector<at::Tensor> parts;  // -min and max: one max-reduction for both
+  std::vector<torch::nn::Module*> modules = {&module};
+  for (const auto& child : module.modules(/*include_self=*/false)) modules.push_back(child.get());
+  for (torch::nn::Module* child : modules) {
+    auto* observer = dynamic_cast<quant::ActivationPostProcess*>(child);
+    if (observer == nullptr || &statistics_of(*observer) == observer) continue;
+    auto* stats = dynamic_cast<quant::MinMaxStatsObserver*>(&statistics_of(*observer));
+    if (stats == nullptr) continue;
+    synced.emplace_back(observer, stats);
+    parts.push_back(stats->min_val.reshape({-1}).neg());
+    parts.push_back(stats->max_val.reshape({-1}));
+  }
+  if (synced.empty()) return;
+  at::Tensor flat = at::cat(parts).to(at::kFloat).contiguous();
+  at::Tensor length = at::tensor({flat.numel(), -flat.numel()}, at::kLong);
+  group.all_reduce(length, ProcessGroup::Reduce::kMax);
+  TORCH_CHECK(length[0].item<int64_t>() == -length[1].item<int64_t>(),
+              "fake-quantize statistics differ in size between ranks (the ranks run different models)");
+  group.all_reduce(flat, ProcessGroup::Reduce::kMax);
+  int64_t offset = 0;
+  for (auto& [observer, stats] : synced) {
+    const int64_t n = stats->min_val.numel();
+    stats->min_val.copy_(flat.narrow(0, offset, n).neg().reshape(stats->min_val.sizes()));
+    stats->max_val.copy_(flat.narrow(0, offset + n, n).reshape(stats->max_val.sizes()));
+    offset += 2 * n;
+    refresh_qparams(*observer);
+  }
+}
+
+void average_gradients(const std::vector<at::Tensor>& parameters, ProcessGroup& group) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> trained;
+  for (const at::Tensor& p : parameters) {
+    if (p.requires_grad()) trained.push_back(p);
+  }
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& p : trained) {
+    grads.push_back(p.grad().defined() ? p.grad().reshape({-1}) : at::zeros({p.numel()}, p.options()));
+  }
+  if (grads.empty()) return;
+  at::Tensor flat = at::cat(grads).contiguous();
+  group.all_reduce(flat, ProcessGroup::Reduce::kSum);
+  flat.div_(static_cast<double>(group.world_size()));
+  int64_t offset = 0;
+  for (const at::Tensor& p : trained) {
+    at::Tensor mean = flat.narrow(0, offset, p.numel()).view(p.sizes());
+    if (p.grad().defined()) {
+      p.mutable_grad().copy_(mean);
+    } else {
+      p.mutable_grad() = mean.clone();
     }
+    offset += p.numel();
   }
 }
 

@@ -3,12 +3,21 @@
 
 #include "qfx/distributed.h"
 
+#include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
-#include <regex>
+#include <cstring>
+#include <memory>
 
 namespace qfx::dist {
 namespace {
@@ -37,17 +46,62 @@ void check_ranks(const DistOptions& o, const std::string& where) {
   TORCH_CHECK(o.port >= 0 && o.port <= 65535, where, ": port ", o.port, " is not in [0, 65535]");
 }
 
-bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
+/// This machine's IPv4 address on the route to `host` (what Gloo binds to).
+std::string local_address_towards(const std::string& host, int port, const std::string& where) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  const int error = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  TORCH_CHECK(error == 0 && found != nullptr, "distributed rendezvous: ", where, ": cannot resolve '", host,
+              "': ", gai_strerror(error));
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> owned(found, freeaddrinfo);
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  TORCH_CHECK(fd >= 0, "distributed rendezvous: ", where, ": cannot open a socket: ", std::strerror(errno));
+  sockaddr_in local{};
+  socklen_t length = sizeof(local);
+  const bool routed = connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+                      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
+  const int saved = errno;
+  close(fd);
+  TORCH_CHECK(routed, "distributed rendezvous: ", where, ": no route to ", host, ": ", std::strerror(saved));
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+  return text;
+}
+
+/// Rank 0 publishes the world size; the others check theirs against it.
+void check_world_size(c10d::Store& store, const DistOptions& o, const std::string& where) {
+  const std::string key = "qfx/world_size";
+  const std::string mine = std::to_string(o.world_size);
+  if (o.rank == 0) {
+    store.set(key, std::vector<uint8_t>(mine.begin(), mine.end()));
+    return;
+  }
+  std::vector<uint8_t> value;
+  try {
+    value = store.get(key);
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "distributed rendezvous: ", where, ": rank 0 did not answer within ", o.timeout.count() / 1000.0,
+                " s: ", first_line(e));
+  }
+  const std::string theirs(value.begin(), value.end());
+  TORCH_CHECK(theirs == mine, "distributed rendezvous: ", where, ": this rank was started with world size ", mine,
+              ", rank 0 with ", theirs);
+}
 
 }  // namespace
 
 DistOptions DistOptions::from_url(const std::string& url, int64_t world_size, int64_t rank) {
-  static const std::regex form(R"(tcp://([^:/\s]+):(\d{1,5}))");
-  std::smatch m;
-  TORCH_CHECK(std::regex_match(url, m, form), "--dist-url '", url, "': expected tcp://HOST:PORT");
+  const std::string scheme = "tcp://";
+  const size_t colon = url.rfind(':');
+  const bool shaped = url.rfind(scheme, 0) == 0 && colon > scheme.size() && colon + 1 < url.size() &&
+                      url.size() - colon <= 6 && url.find_first_of("/ ", scheme.size()) == std::string::npos &&
+                      url.find_first_not_of("0123456789", colon + 1) == std::string::npos;
+  TORCH_CHECK(shaped, "--dist-url '", url.substr(0, 200), "': expected tcp://HOST:PORT");
   DistOptions o;
-  o.host = m[1];
-  o.port = std::stoi(m[2]);
+  o.host = url.substr(scheme.size(), colon - scheme.size());
+  o.port = std::stoi(url.substr(colon + 1));
   o.world_size = world_size;
   o.rank = rank;
   check_ranks(o, "--dist-url " + url);
@@ -93,10 +147,11 @@ ProcessGroup::ProcessGroup(const DistOptions& options, const std::function<void(
     TORCH_CHECK(false, "distributed rendezvous: ", impl_->where(), ": ",
                 options.rank == 0 ? "cannot start the store: " : "cannot reach rank 0's store: ", first_line(e));
   }
+  check_world_size(*impl_->store, options, impl_->where());
   if (options.rank == 0 && store_ready) store_ready(impl_->store->getPort());
   auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
-  gloo->devices.push_back(is_loopback(options.host) ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                                    : c10d::ProcessGroupGloo::createDefaultDevice());
+  gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
+      local_address_towards(options.host, impl_->store->getPort(), impl_->where())));
   try {
     impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, static_cast<int>(options.rank),
                                                                static_cast<int>(options.world_size), gloo);
@@ -124,6 +179,16 @@ void ProcessGroup::all_reduce(at::Tensor& tensor, Reduce op) {
     TORCH_CHECK(false, "distributed all-reduce: ", impl_->where(), ": another rank failed or did not answer within ",
                 impl_->options.timeout.count() / 1000.0, " s: ", first_line(e));
   }
+}
+
+at::Tensor ProcessGroup::all_gather(const at::Tensor& mine) {
+  // A sum in which every other rank adds zeros: exact, and one collective.
+  std::vector<int64_t> shape = {world_size()};
+  shape.insert(shape.end(), mine.sizes().begin(), mine.sizes().end());
+  at::Tensor all = at::zeros(shape, mine.options());
+  all[rank()].copy_(mine);
+  all_reduce(all, Reduce::kSum);
+  return all;
 }
 
 }  // namespace qfx::dist

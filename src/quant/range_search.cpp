@@ -58,6 +58,43 @@ BinnedCounts BinnedCounts::resample(double new_lo, double new_hi, int64_t bins) 
   return out;
 }
 
+namespace {
+
+/// `part`'s counts on `bins` bins over [lo, hi], which contains its range.
+std::vector<double> counts_on(const BinnedCounts& part, double lo, double hi, int64_t bins) {
+  if (part.lo == lo && part.hi == hi && static_cast<int64_t>(part.counts.size()) == bins) return part.counts;
+  if (part.hi > part.lo) return part.resample(lo, hi, bins).counts;
+  std::vector<double> counts(static_cast<size_t>(bins), 0.0);  // a point mass
+  const double position = hi > lo ? (part.lo - lo) / (hi - lo) * static_cast<double>(bins) : 0.0;
+  counts[static_cast<size_t>(std::clamp<int64_t>(static_cast<int64_t>(position), 0, bins - 1))] = part.total();
+  return counts;
+}
+
+}  // namespace
+
+BinnedCounts merge_histograms(const std::vector<BinnedCounts>& parts, int64_t bins) {
+  TORCH_CHECK(bins > 0, "merge_histograms: bins must be positive, not ", bins);
+  std::vector<const BinnedCounts*> filled;
+  for (const BinnedCounts& part : parts) {
+    if (part.total() > 0 && std::isfinite(part.lo) && std::isfinite(part.hi)) filled.push_back(&part);
+  }
+  BinnedCounts out{std::vector<double>(static_cast<size_t>(bins), 0.0), INFINITY, -INFINITY};
+  if (filled.empty()) return out;
+  for (const BinnedCounts* part : filled) {
+    out.lo = std::min(out.lo, part->lo);
+    out.hi = std::max(out.hi, part->hi);
+  }
+  std::vector<std::vector<double>> spread;
+  for (const BinnedCounts* part : filled) spread.push_back(counts_on(*part, out.lo, out.hi, bins));
+  std::vector<double> column(spread.size());
+  for (size_t k = 0; k < out.counts.size(); ++k) {
+    for (size_t p = 0; p < spread.size(); ++p) column[p] = spread[p][k];
+    std::sort(column.begin(), column.end());
+    out.counts[k] = std::accumulate(column.begin(), column.end(), 0.0);
+  }
+  return out;
+}
+
 BinnedCounts BinnedCounts::magnitudes() const {
   std::vector<double> prefix = prefix_sums(counts);
   const double top = std::max(std::abs(lo), std::abs(hi));

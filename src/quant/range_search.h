@@ -27,6 +27,15 @@ struct BinnedCounts {
   BinnedCounts magnitudes() const;
 };
 
+/// Histograms of disjoint parts of one data set as one histogram of `bins`
+/// bins over the union of their ranges. A part over the union range adds its
+/// counts as they are; another is resampled onto it (spread evenly inside
+/// each bin); a part whose range is one point adds its mass to that point's
+/// bin; empty parts add nothing. Each bin sums the parts' counts in
+/// ascending order, so the result does not depend on the parts' order.
+/// Integer counts over equal ranges merge exactly.
+BinnedCounts merge_histograms(const std::vector<BinnedCounts>& parts, int64_t bins);
+
 /// The integer grid a range is quantized to: [quant_min, quant_max], and for
 /// symmetric schemes the fixed zero point.
 struct QuantGrid {

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "config_args.h"
 #include "data_args.h"
+#include "dist_args.h"
 #include "onnx_args.h"
 #include "outputs.h"
 #include "qat_training.h"
@@ -52,6 +53,7 @@ struct Options {
   DataArgs data_args;
   TrainArgs train;
   OnnxArgs onnx;
+  DistArgs dist;
   bool dynamic = false, reference = false, print = false, quiet = false, force = false;
   bool equalize = false, correct_bias = false, adaround = false;
   int64_t adaround_iterations = 500;
@@ -70,11 +72,15 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-/// Runs the prepared model on the calibration data, batch by batch.
-void calibrate(ir::GraphModule& gm, const Options& o) {
+/// Runs the prepared model on the calibration data, batch by batch: on this
+/// rank's batches, then merges the observers' statistics over the ranks.
+void calibrate(ir::GraphModule& gm, const Options& o, Ranks& ranks) {
   ir::Interpreter interpreter(gm);
-  for_each_calibration_batch(o.calib, o.data_args, o.calib_batches, "calibrate", o.quiet,
-                             [&](const io::Batch& batch) { interpreter.run(batch.inputs); });
+  int64_t index = 0;
+  for_each_calibration_batch(o.calib, o.data_args, o.calib_batches, "calibrate", o.quiet, [&](const io::Batch& batch) {
+    if (ranks.owns(index++)) interpreter.run(batch.inputs);
+  });
+  if (ranks.group() != nullptr) dist::merge_observers(gm, *ranks.group());
 }
 
 /// `--equalize`, `--adaround`, `--correct-bias`: fuses (batch norms folded), then runs the accuracy passes on the
@@ -212,15 +218,24 @@ void check_options(const Options& o) {
               "static quantization needs calibration data: pass --calib DATA (or --train DATA, or --dynamic)");
 }
 
-void run(const Options& o) {
-  check_options(o);
-  bool onnx = writes_onnx(o.onnx, o.output);
+void run(const Options& given) {
+  check_options(given);
+  bool onnx = writes_onnx(given.onnx, given.output);
   std::vector<c10::IValue> example;  // ONNX: the inputs of the run that gives shapes
-  if (onnx) example = example_inputs(o.onnx, o.calib.empty() ? o.train.data : o.calib, o.data_args.resolved());
-  io::OutputOptions outputs = check_outputs(
-      {o.output, o.report, o.report_html, fallback_qconfig_path(o)},
-      {o.model, o.calib, o.train.data, o.backend, o.qconfig, o.prepare_custom_config, o.convert_custom_config, o.eval},
-      o.force, o.print);
+  if (onnx) {
+    example =
+        example_inputs(given.onnx, given.calib.empty() ? given.train.data : given.calib, given.data_args.resolved());
+  }
+  io::OutputOptions outputs =
+      check_outputs({given.output, given.report, given.report_html, fallback_qconfig_path(given)},
+                    {given.model, given.calib, given.train.data, given.backend, given.qconfig,
+                     given.prepare_custom_config, given.convert_custom_config, given.eval},
+                    given.force, given.print);
+  Ranks ranks(given.dist);
+  Options o = given;
+  o.quiet = o.quiet || !ranks.writes();
+  TORCH_CHECK(ranks.group() == nullptr || !(o.correct_bias || o.adaround),
+              "--correct-bias and --adaround run in one process: not with --workers, --dist-url or torchrun");
   c10::InferenceMode no_autograd(o.train.data.empty());  // training needs autograd from the import on
   use_engine(o.engine);
   backend::BackendConfig backend = backend_from_arg(o.backend);
@@ -240,14 +255,17 @@ void run(const Options& o) {
       (!o.report_html.empty() && !o.calib.empty()) || falls_back(o) ? gm->deep_copy() : nullptr;
   improve_float_model(*gm, mapping, backend, o);
   prepare(*gm, mapping, backend, custom, o);
+  if (ranks.group() != nullptr) dist::check_mergeable(*gm);
   timings["prepare_s"] = clock.lap();
   if (!o.train.data.empty()) {
-    train_qat(*gm, o.train, o.data_args.resolved(), o.quiet);
+    train_qat(*gm, o.train, o.data_args.resolved(), o.quiet, ranks.group());
     timings["train_s"] = clock.lap();
   }
   torch::NoGradGuard no_grad;
-  if (!o.calib.empty()) calibrate(*gm, o);
+  if (!o.calib.empty()) calibrate(*gm, o, ranks);
   timings["calibrate_s"] = clock.lap();
+  if (!ranks.writes()) return;  // rank 0 converts and writes
+  ranks.wait_for_workers();
   nlohmann::json fallback;
   if (falls_back(o)) {
     fallback = fall_back_to_float(*gm, *float_copy, mapping, backend, o, outputs);
@@ -303,6 +321,7 @@ void add_quantize_command(CLI::App& app, Action& action) {
   cmd->add_option("--epochs", o->train.epochs, "--train: passes over the data (default: 1)");
   cmd->add_option("--lr", o->train.lr, "--train: Adam learning rate (default: 1e-5)");
   add_data_options(*cmd, o->data_args, "items per calibration batch (default: 8)");
+  add_dist_options(*cmd, o->dist);
   cmd->add_flag("-q,--quiet", o->quiet, "no progress on stderr");
   cmd->add_option("--prepare-custom-config", o->prepare_custom_config,
                   "PrepareCustomConfig JSON (PyTorch's to_dict() keys): standalone and non-traceable modules, "

@@ -1,0 +1,61 @@
+#pragma once
+// The CLI's distributed options (--dist-url, --world-size, --rank,
+// --dist-timeout, --workers; or torchrun's MASTER_ADDR, MASTER_PORT,
+// WORLD_SIZE, RANK) and the ranks a command runs in, local workers included.
+
+#include "qfx/distributed.h"
+
+#include <CLI/CLI.hpp>
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qfx::cli {
+
+struct DistArgs {
+  std::string url;         ///< tcp://HOST:PORT of rank 0's store
+  int64_t world_size = 0;  ///< with --dist-url
+  int64_t rank = -1;       ///< with --dist-url
+  double timeout_s = 300;  ///< rendezvous and every collective
+  int64_t workers = 0;     ///< > 1: start this many local ranks
+};
+
+/// Adds the distributed options to `cmd`.
+void add_dist_options(CLI::App& cmd, DistArgs& args);
+
+/// The ranks a command runs in. One process unless the options or torchrun's
+/// variables name a group; with `--workers N` this process is rank 0 and
+/// starts ranks 1 .. N-1 as copies of itself (same arguments, the group in
+/// their environment), each on its share of the cores unless
+/// OMP_NUM_THREADS is set.
+class Ranks {
+ public:
+  /// Joins the group (c10::Error when the options are inconsistent or the
+  /// rendezvous fails).
+  explicit Ranks(const DistArgs& args);
+  /// Stops local workers still running.
+  ~Ranks();
+  Ranks(const Ranks&) = delete;
+  Ranks& operator=(const Ranks&) = delete;
+
+  /// The group; nullptr for one process.
+  dist::ProcessGroup* group() { return group_.get(); }
+  /// Rank 0 (or the only process): the one that writes outputs.
+  bool writes() const { return !group_ || group_->rank() == 0; }
+  /// Whether calibration or training batch `index` is this rank's.
+  bool owns(int64_t index) const;
+  /// Rank 0 with local workers: waits for them; c10::Error naming the rank
+  /// when one failed.
+  void wait_for_workers();
+
+ private:
+  void start_workers(int port, int64_t count);
+
+  std::unique_ptr<dist::ProcessGroup> group_;
+  std::vector<pid_t> workers_;
+};
+
+}  // namespace qfx::cli
