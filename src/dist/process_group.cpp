@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#include <glog/logging.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -134,7 +136,12 @@ struct ProcessGroup::Impl {
 
 ProcessGroup::ProcessGroup(const DistOptions& options, const std::function<void(int)>& store_ready)
     : impl_(std::make_unique<Impl>()) {
+  // c10d logs each retry and failure through glog on stderr; qfx reports
+  // them as one error line instead.
+  FLAGS_minloglevel = std::max(FLAGS_minloglevel, google::GLOG_FATAL);
   impl_->options = options;
+  // Resolves rank 0's address first: an unknown host is an error now, not a timeout.
+  const std::string local_address = local_address_towards(options.host, std::max(options.port, 1), impl_->where());
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(options.port);
   store_options.isServer = options.rank == 0;
@@ -150,8 +157,7 @@ ProcessGroup::ProcessGroup(const DistOptions& options, const std::function<void(
   check_world_size(*impl_->store, options, impl_->where());
   if (options.rank == 0 && store_ready) store_ready(impl_->store->getPort());
   auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
-  gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
-      local_address_towards(options.host, impl_->store->getPort(), impl_->where())));
+  gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(local_address));
   try {
     impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, static_cast<int>(options.rank),
                                                                static_cast<int>(options.world_size), gloo);

@@ -218,24 +218,10 @@ void check_options(const Options& o) {
               "static quantization needs calibration data: pass --calib DATA (or --train DATA, or --dynamic)");
 }
 
-void run(const Options& given) {
-  check_options(given);
-  bool onnx = writes_onnx(given.onnx, given.output);
-  std::vector<c10::IValue> example;  // ONNX: the inputs of the run that gives shapes
-  if (onnx) {
-    example =
-        example_inputs(given.onnx, given.calib.empty() ? given.train.data : given.calib, given.data_args.resolved());
-  }
-  io::OutputOptions outputs =
-      check_outputs({given.output, given.report, given.report_html, fallback_qconfig_path(given)},
-                    {given.model, given.calib, given.train.data, given.backend, given.qconfig,
-                     given.prepare_custom_config, given.convert_custom_config, given.eval},
-                    given.force, given.print);
-  Ranks ranks(given.dist);
-  Options o = given;
-  o.quiet = o.quiet || !ranks.writes();
-  TORCH_CHECK(ranks.group() == nullptr || !(o.correct_bias || o.adaround),
-              "--correct-bias and --adaround run in one process: not with --workers, --dist-url or torchrun");
+/// The work of one rank: import, prepare, train, calibrate; rank 0 (or the
+/// only process) then converts and writes.
+void quantize(const Options& o, Ranks& ranks, const io::OutputOptions& outputs, const std::vector<c10::IValue>& example,
+              bool onnx) {
   c10::InferenceMode no_autograd(o.train.data.empty());  // training needs autograd from the import on
   use_engine(o.engine);
   backend::BackendConfig backend = backend_from_arg(o.backend);
@@ -293,6 +279,32 @@ void run(const Options& given) {
   if (!fallback.is_null()) report["fallback"] = fallback;
   if (!o.report.empty()) io::write_output(o.report, report.dump(1) + "\n", outputs);
   if (!o.report_html.empty()) write_html_report(*gm, float_copy.get(), report, o, outputs);
+}
+
+void run(const Options& given) {
+  check_options(given);
+  bool onnx = writes_onnx(given.onnx, given.output);
+  std::vector<c10::IValue> example;  // ONNX: the inputs of the run that gives shapes
+  if (onnx) {
+    example =
+        example_inputs(given.onnx, given.calib.empty() ? given.train.data : given.calib, given.data_args.resolved());
+  }
+  io::OutputOptions outputs =
+      check_outputs({given.output, given.report, given.report_html, fallback_qconfig_path(given)},
+                    {given.model, given.calib, given.train.data, given.backend, given.qconfig,
+                     given.prepare_custom_config, given.convert_custom_config, given.eval},
+                    given.force, given.print);
+  Ranks ranks(given.dist);
+  Options o = given;
+  o.quiet = o.quiet || !ranks.writes();
+  TORCH_CHECK(ranks.group() == nullptr || !(o.correct_bias || o.adaround),
+              "--correct-bias and --adaround run in one process: not with --workers, --dist-url or torchrun");
+  try {
+    quantize(o, ranks, outputs, example, onnx);
+  } catch (const c10::Error& e) {
+    if (ranks.group() == nullptr) throw;
+    TORCH_CHECK(false, "rank ", ranks.group()->rank(), ": ", e.what_without_backtrace());
+  }
 }
 
 }  // namespace

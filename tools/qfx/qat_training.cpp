@@ -37,7 +37,7 @@ double train_epoch(ir::GraphModule& gm, torch::optim::Optimizer& optimizer, cons
                    double value = loss.item<double>();
                    TORCH_CHECK(std::isfinite(value), "epoch ", epoch + 1, ": the loss is ", value, " (lower --lr)");
                    loss.backward();
-                   if (group != nullptr) dist::average_gradients(optimizer.parameters(), *group);
+                   if (group != nullptr) dist::average_gradients(optimizer.param_groups()[0].params(), *group);
                    optimizer.step();
                    if (group != nullptr) dist::sync_fake_quantize(gm.root(), *group);
                    loss_sum += value;
