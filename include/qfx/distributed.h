@@ -71,6 +71,8 @@ class ProcessGroup {
   /// Reduces a contiguous CPU tensor over all ranks, in place: every rank
   /// gets the result. c10::Error when a rank fails or the timeout passes.
   void all_reduce(at::Tensor& tensor, Reduce op);
+  /// Returns when every rank has called it.
+  void barrier();
   /// Every rank's `mine` (same shape on every rank) stacked in rank order:
   /// shape [world_size, ...].
   at::Tensor all_gather(const at::Tensor& mine);

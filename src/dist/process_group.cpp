@@ -187,6 +187,11 @@ void ProcessGroup::all_reduce(at::Tensor& tensor, Reduce op) {
   }
 }
 
+void ProcessGroup::barrier() {
+  at::Tensor token = at::zeros({1});
+  all_reduce(token, Reduce::kSum);
+}
+
 at::Tensor ProcessGroup::all_gather(const at::Tensor& mine) {
   // A sum in which every other rank adds zeros: exact, and one collective.
   std::vector<int64_t> shape = {world_size()};

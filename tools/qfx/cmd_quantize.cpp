@@ -250,6 +250,10 @@ void quantize(const Options& o, Ranks& ranks, const io::OutputOptions& outputs, 
   torch::NoGradGuard no_grad;
   if (!o.calib.empty()) calibrate(*gm, o, ranks);
   timings["calibrate_s"] = clock.lap();
+  if (!o.calib.empty() && ranks.group() != nullptr) {
+    dist::merge_observers(*gm, *ranks.group());
+    timings["merge_s"] = clock.lap();
+  }
   if (!ranks.writes()) return;  // rank 0 converts and writes
   ranks.wait_for_workers();
   nlohmann::json fallback;
