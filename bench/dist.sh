@@ -5,7 +5,10 @@
 #     256 random 224x224 images in batches of 8) and the demo CNN (32,000
 #     Fashion-MNIST training images in batches of 32), default qconfig
 #     (HistogramObserver), with 1 rank and with 2 ranks (--workers 2), each
-#     rank on one thread; beside it one process on two threads;
+#     rank on one thread; beside it one process on two threads (medians of
+#     three runs), and the machine's ceiling: the one-rank time over that of
+#     two independent one-thread processes, each on half the batches, run at
+#     once (nothing shared, nothing exchanged);
 #   - the merge's cost (merge_s) and its scaling on loopback with 2, 4 and 8
 #     ranks (demo CNN, 8 ranks on 2 cores);
 #   - top-1 of the demo CNN calibrated by 1 and by 2 ranks (histogram merge);
@@ -49,25 +52,51 @@ calibrate() {
   echo "$(field "$work/$name.json" calibrate_s) $(field "$work/$name.json" merge_s)"
 }
 
-echo "| model | images | 1 rank, 1 thread | 2 ranks, 1 thread each | speed-up | 1 process, 2 threads | merge (2 ranks) |"
-echo "|---|---|---|---|---|---|---|"
+echo "| model | images | 1 rank, 1 thread | 2 ranks, 1 thread each | speed-up | ceiling | 1 process, 2 threads | merge (2 ranks) |"
+echo "|---|---|---|---|---|---|---|---|"
+# median NAME MODEL THREADS WORKERS ARGS...: "seconds merge_seconds", the medians of three runs.
+median() {
+  local runs=()
+  for i in 1 2 3; do runs+=("$(calibrate "$1" "$2" 0 "$3" "$4" "${@:5}")"); done
+  "$python" -c 'import statistics, sys
+pairs = [tuple(map(float, run.split())) for run in sys.argv[1:]]
+print(*(statistics.median(p[k] for p in pairs) for k in (0, 1)))' "${runs[@]}"
+}
+
+# pair NAME MODEL ARGS...: two independent one-thread processes at once,
+# each on half the batches (its own copy of the work, nothing exchanged): the
+# machine's ceiling for two ranks. Prints the slower one's calibrate seconds.
+pair() {
+  local name=$1 model=$2
+  shift 2
+  for i in 1 2; do
+    OMP_NUM_THREADS=1 "$qfx" quantize "$model" -o "$work/${name}_$i.pt" --report "$work/${name}_$i.json" -q "$@" &
+  done
+  wait
+  "$python" -c 'import json, sys
+print(max(json.load(open(f))["timings"]["calibrate_s"] for f in sys.argv[1:]))' "$work/${name}_1.json" \
+    "$work/${name}_2.json"
+}
+
 row() {
-  local name=$1 model=$2 images=$3
-  shift 3
-  read -r one _ < <(calibrate "${name}_1" "$model" "$images" 1 1 "$@")
-  read -r two merge < <(calibrate "${name}_2" "$model" "$images" 1 2 "$@")
-  read -r threads _ < <(calibrate "${name}_t" "$model" "$images" 2 1 "$@")
-  "$python" - "$name" "$images" "$one" "$two" "$threads" "$merge" <<'EOF'
-import sys
+  local name=$1 model=$2 images=$3 batches=$4
+  shift 4
+  read -r one _ < <(median "${name}_1" "$model" 1 1 "$@" --calib-batches "$batches")
+  read -r two merge < <(median "${name}_2" "$model" 1 2 "$@" --calib-batches "$batches")
+  read -r threads _ < <(median "${name}_t" "$model" 2 1 "$@" --calib-batches "$batches")
+  local halves=()
+  for i in 1 2 3; do halves+=("$(pair "${name}_h" "$model" "$@" --calib-batches $((batches / 2)))"); done
+  "$python" - "$name" "$images" "$one" "$two" "$threads" "$merge" "${halves[@]}" <<'EOF'
+import statistics, sys
 name, images = sys.argv[1], int(sys.argv[2])
-one, two, threads, merge = map(float, sys.argv[3:])
+one, two, threads, merge = map(float, sys.argv[3:7])
+ceiling = one / statistics.median(map(float, sys.argv[7:]))
 print(f"| {name} | {images} | {images / one:.1f} img/s | {images / two:.1f} img/s | {one / two:.2f}x "
-      f"| {images / threads:.1f} img/s | {merge * 1000:.0f} ms |")
+      f"| {ceiling:.2f}x | {images / threads:.1f} img/s | {merge * 1000:.0f} ms |")
 EOF
 }
-row resnet18 "$work/resnet18.pt" 256 --calib "$work/calib.pt"
-row fashion_cnn "$demo" 32000 --calib "$data/train-images-idx3-ubyte.gz" "${norm[@]}" --batch-size 32 \
-  --calib-batches 1000
+row resnet18 "$work/resnet18.pt" 256 32 --calib "$work/calib.pt"
+row fashion_cnn "$demo" 32000 1000 --calib "$data/train-images-idx3-ubyte.gz" "${norm[@]}" --batch-size 32
 
 echo
 echo "| demo CNN, HistogramObserver, 1,000 calibration batches | top-1 (10,000 test images) |"

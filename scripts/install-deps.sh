@@ -19,6 +19,7 @@ packages=(
   dataset-fashion-mnist   # real data for the demo
   chromium                # renders the HTML report in its test
   libonnx-dev             # ONNX protobuf types, checker and shape inference (ONNX export)
+  libre2-dev              # module_name_regex matched in linear time
   libgloo-dev libfmt-dev libgoogle-glog-dev iproute2  # c10d's ProcessGroupGloo headers and log level; network namespaces for the two-host test
   nodejs                  # runs ONNX Runtime (npm's onnxruntime-node) in tests, demo and bench
 )

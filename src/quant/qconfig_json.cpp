@@ -196,9 +196,13 @@ QConfigMapping qconfig_mapping_from_json(const json& j) {
 json load_json_file(const std::string& file) {
   std::ifstream in(file);
   TORCH_CHECK(in.good(), "cannot open '", file, "'");
+  auto bounded = [&](int depth, json::parse_event_t /*event*/, json& /*parsed*/) {
+    TORCH_CHECK(depth <= kMaxJsonDepth, file, ": JSON nested deeper than ", kMaxJsonDepth, " levels");
+    return true;
+  };
   try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
+    return json::parse(in, bounded);
+  } catch (const json::exception& e) {  // syntax errors, numbers out of range
     TORCH_CHECK(false, file, ": not valid JSON: ", e.what());
   }
 }

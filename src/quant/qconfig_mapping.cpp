@@ -8,6 +8,7 @@
 #include "qfx/ir/module_registry.h"
 
 #include <c10/util/Exception.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 #include <map>
@@ -48,12 +49,11 @@ QConfigMapping& QConfigMapping::set_module_name_regex(const std::string& pattern
     it->qconfig = std::move(qconfig);
     return *this;
   }
-  std::shared_ptr<const std::regex> regex;
-  try {
-    regex = std::make_shared<const std::regex>(pattern);
-  } catch (const std::regex_error& e) {
-    TORCH_CHECK(false, "module_name_regex '", pattern, "' is not a valid regex: ", e.what());
-  }
+  RE2::Options options;
+  options.set_log_errors(false);
+  auto regex = std::make_shared<const RE2>(pattern, options);
+  TORCH_CHECK(regex->ok(), "module_name_regex '", pattern.substr(0, 100), pattern.size() > 100 ? "..." : "",
+              "' is not a valid regex: ", regex->error().substr(0, 200));
   regexes_.push_back({pattern, std::move(regex), std::move(qconfig)});
   return *this;
 }
@@ -87,7 +87,7 @@ QConfigAny QConfigMapping::object_type_qconfig(const std::string& object_type, c
 QConfigAny QConfigMapping::module_name_regex_qconfig(const std::string& module_name, const QConfigAny& fallback) const {
   for (const RegexEntry& e : regexes_) {
     // Python's re.match: a match at the start of the name.
-    if (std::regex_search(module_name, *e.regex, std::regex_constants::match_continuous)) return e.qconfig;
+    if (e.regex->Match(module_name, 0, module_name.size(), RE2::ANCHOR_START, nullptr, 0)) return e.qconfig;
   }
   return fallback;
 }

@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <fstream>
+
 namespace qfx::quant {
 namespace {
 
@@ -50,6 +53,50 @@ TEST(QConfigMapping, ResolutionOrder) {
   m.set_object_type("torch.nn.Conv2d", labelled(1e-6));
   EXPECT_EQ(m.object_type_qconfigs().size(), 1u);
   EXPECT_EQ(m.object_type_qconfig("torch.nn.Conv2d", global), labelled(1e-6));
+}
+
+TEST(QConfigMapping, RegexMatchesAtTheStartAsPythonsReMatch) {
+  auto m = QConfigMapping()
+               .set_module_name_regex("features\\.0\\..*", labelled(0.5))
+               .set_module_name_regex("cla", labelled(0.25));
+  EXPECT_EQ(m.module_name_regex_qconfig("features.0.conv", std::nullopt), labelled(0.5));
+  EXPECT_EQ(m.module_name_regex_qconfig("x.features.0.conv", std::nullopt), std::nullopt);  // not a search
+  EXPECT_EQ(m.module_name_regex_qconfig("classifier", std::nullopt), labelled(0.25));       // a prefix is enough
+  EXPECT_EQ(m.module_name_regex_qconfig("features.1.conv", std::nullopt), std::nullopt);
+}
+
+TEST(QConfigMapping, RegexCostIsBoundedByTheNameLength) {
+  // Exponential for a backtracking matcher on a name of 40 'a's and a '!'.
+  auto m = QConfigMapping().set_module_name_regex("(a+)+$", labelled(0.5));
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(m.module_name_regex_qconfig(std::string(40, 'a') + "!", std::nullopt), std::nullopt);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // A 100,000-character pattern compiles or is refused; either way no crash.
+  std::string huge(100000, '(');
+  EXPECT_THROW(QConfigMapping().set_module_name_regex(huge, labelled(0.5)), c10::Error);
+  std::string long_literal(100000, 'a');
+  auto long_mapping = QConfigMapping().set_module_name_regex(long_literal, labelled(0.5));
+  EXPECT_EQ(long_mapping.module_name_regex_qconfig(long_literal, std::nullopt), labelled(0.5));
+}
+
+TEST(QConfigJson, FilesNestedTooDeepOrWithHugeNumbersAreErrorsNamingTheFile) {
+  std::string path = ::testing::TempDir() + "/deep.json";
+  auto error_of = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    try {
+      load_json_file(path);
+    } catch (const c10::Error& e) {
+      return std::string(e.what_without_backtrace());
+    }
+    return std::string("no error");
+  };
+  std::string deep = error_of(std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_NE(deep.find(path + ": JSON nested deeper than 64 levels"), std::string::npos) << deep;
+  std::string huge = error_of(R"({"": {"activation": {"type": "MinMaxObserver", "args": {"eps": 1e999}}}})");
+  EXPECT_NE(huge.find(path + ": not valid JSON"), std::string::npos) << huge;
+  EXPECT_EQ(error_of(std::string(60, '[') + std::string(60, ']')), "no error");
 }
 
 TEST(QConfigJson, RoundTrips) {

@@ -76,11 +76,10 @@ class Stopwatch {
 /// rank's batches, then merges the observers' statistics over the ranks.
 void calibrate(ir::GraphModule& gm, const Options& o, Ranks& ranks) {
   ir::Interpreter interpreter(gm);
-  int64_t index = 0;
-  for_each_calibration_batch(o.calib, o.data_args, o.calib_batches, "calibrate", o.quiet, [&](const io::Batch& batch) {
-    if (ranks.owns(index++)) interpreter.run(batch.inputs);
-  });
-  if (ranks.group() != nullptr) dist::merge_observers(gm, *ranks.group());
+  for_each_calibration_batch(
+      o.calib, o.data_args, o.calib_batches, "calibrate", o.quiet,
+      [&](const io::Batch& batch) { interpreter.run(batch.inputs); }, [&](int64_t index) { return ranks.owns(index); });
+  if (ranks.group() != nullptr) ranks.group()->barrier();
 }
 
 /// `--equalize`, `--adaround`, `--correct-bias`: fuses (batch norms folded), then runs the accuracy passes on the

@@ -3,6 +3,8 @@
 // `qfx eval --json` write.
 
 #include "commands.h"
+
+#include "qfx/quant/qconfig_json.h"
 #include "outputs.h"
 
 #include "qfx/io/tensor_io.h"
@@ -31,12 +33,10 @@ std::vector<std::string> input_files(const Options& o) {
 }
 
 nlohmann::json read_json(const std::string& path, const char* option) {
-  std::ifstream in(path);
-  TORCH_CHECK(in.good(), option, ": cannot open '", path, "'");
   try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    TORCH_CHECK(false, option, ": '", path, "' is not JSON: ", e.what());
+    return quant::load_json_file(path);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, option, ": ", e.what_without_backtrace());
   }
 }
 

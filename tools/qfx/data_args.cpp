@@ -22,10 +22,18 @@ void check_finite(const io::Batch& batch, const std::string& what, int64_t index
 }
 
 int64_t for_each_batch(io::DataSource& source, const std::string& what, const std::string& label, bool quiet,
-                       const std::function<void(const io::Batch&, int64_t)>& fn) {
+                       const std::function<void(const io::Batch&, int64_t)>& fn,
+                       const std::function<bool(int64_t)>& wanted) {
   Progress progress(label, source.num_batches(), quiet);
   int64_t index = 0, items = 0;
-  while (auto batch = source.next()) {
+  while (true) {
+    if (wanted && !wanted(index)) {
+      if (!source.skip()) break;
+      progress.update(++index, items);
+      continue;
+    }
+    std::optional<io::Batch> batch = source.next();
+    if (!batch) break;
     check_finite(*batch, what, index);
     try {
       fn(*batch, index);
@@ -41,7 +49,8 @@ int64_t for_each_batch(io::DataSource& source, const std::string& what, const st
 }
 
 void for_each_calibration_batch(const std::string& path, const DataArgs& args, int64_t max_batches,
-                                const std::string& label, bool quiet, const std::function<void(const io::Batch&)>& fn) {
+                                const std::string& label, bool quiet, const std::function<void(const io::Batch&)>& fn,
+                                const std::function<bool(int64_t)>& wanted) {
   io::DataOptions options = args.resolved();
   options.max_batches = max_batches;
   std::unique_ptr<io::DataSource> source;
@@ -50,8 +59,9 @@ void for_each_calibration_batch(const std::string& path, const DataArgs& args, i
   } catch (const c10::Error& e) {
     TORCH_CHECK(false, "calibration data: ", e.what_without_backtrace());
   }
-  for_each_batch(*source, "calibration data '" + path + "'", label, quiet,
-                 [&](const io::Batch& batch, int64_t) { fn(batch); });
+  for_each_batch(
+      *source, "calibration data '" + path + "'", label, quiet, [&](const io::Batch& batch, int64_t) { fn(batch); },
+      wanted);
 }
 
 std::vector<LabelledBatch> load_batches(const std::string& path, const DataArgs& args, int64_t batch_size,

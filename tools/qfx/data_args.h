@@ -28,14 +28,19 @@ void check_finite(const io::Batch& batch, const std::string& what, int64_t index
 /// finite first, an error inside `fn` re-raised as "<what> batch <index>:
 /// <cause>", progress on stderr under `label` (none when `quiet`). Returns
 /// the number of batches; c10::Error "<what> holds no batches" when empty.
+/// With `wanted`, a batch whose index it refuses is skipped unread
+/// (DataSource::skip) and counted.
 int64_t for_each_batch(io::DataSource& source, const std::string& what, const std::string& label, bool quiet,
-                       const std::function<void(const io::Batch&, int64_t)>& fn);
+                       const std::function<void(const io::Batch&, int64_t)>& fn,
+                       const std::function<bool(int64_t)>& wanted = {});
 
 /// Runs `fn` on each batch of the calibration data `path` (the options of
-/// `args`, seed included; at most `max_batches`, 0: all), as for_each_batch;
-/// errors opening it read "calibration data: <cause>".
+/// `args`, seed included; at most `max_batches`, 0: all) that `wanted`
+/// accepts, as for_each_batch; errors opening it read "calibration data:
+/// <cause>".
 void for_each_calibration_batch(const std::string& path, const DataArgs& args, int64_t max_batches,
-                                const std::string& label, bool quiet, const std::function<void(const io::Batch&)>& fn);
+                                const std::string& label, bool quiet, const std::function<void(const io::Batch&)>& fn,
+                                const std::function<bool(int64_t)>& wanted = {});
 
 /// Items per batch of the data trials are scored on (qfx sensitivity,
 /// --max-drop): small batches keep a pass's activations in cache.

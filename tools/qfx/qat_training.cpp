@@ -27,22 +27,23 @@ double train_epoch(ir::GraphModule& gm, torch::optim::Optimizer& optimizer, cons
   ir::Interpreter interpreter(gm);
   double loss_sum = 0;
   int64_t step = 0;
-  for_each_batch(*source, "training data '" + args.data + "'", "train epoch " + std::to_string(epoch + 1), quiet,
-                 [&](const io::Batch& batch, int64_t index) {
-                   if (!dist::owns_batch(index, rank, world) || step == steps) return;
-                   TORCH_CHECK(batch.labels.defined(), "no labels (training needs labelled data)");
-                   optimizer.zero_grad();
-                   at::Tensor logits = interpreter.run(batch.inputs).toTensor();
-                   at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
-                   double value = loss.item<double>();
-                   TORCH_CHECK(std::isfinite(value), "epoch ", epoch + 1, ": the loss is ", value, " (lower --lr)");
-                   loss.backward();
-                   if (group != nullptr) dist::average_gradients(optimizer.param_groups()[0].params(), *group);
-                   optimizer.step();
-                   if (group != nullptr) dist::sync_fake_quantize(gm.root(), *group);
-                   loss_sum += value;
-                   ++step;
-                 });
+  for_each_batch(
+      *source, "training data '" + args.data + "'", "train epoch " + std::to_string(epoch + 1), quiet,
+      [&](const io::Batch& batch, int64_t) {
+        TORCH_CHECK(batch.labels.defined(), "no labels (training needs labelled data)");
+        optimizer.zero_grad();
+        at::Tensor logits = interpreter.run(batch.inputs).toTensor();
+        at::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
+        double value = loss.item<double>();
+        TORCH_CHECK(std::isfinite(value), "epoch ", epoch + 1, ": the loss is ", value, " (lower --lr)");
+        loss.backward();
+        if (group != nullptr) dist::average_gradients(optimizer.param_groups()[0].params(), *group);
+        optimizer.step();
+        if (group != nullptr) dist::sync_fake_quantize(gm.root(), *group);
+        loss_sum += value;
+        ++step;
+      },
+      [&](int64_t index) { return step < steps && dist::owns_batch(index, rank, world); });
   return loss_sum / static_cast<double>(steps);
 }
 

@@ -69,6 +69,9 @@ class DataSource {
   virtual ~DataSource() = default;
   /// The next batch; nullopt after the last.
   virtual std::optional<Batch> next() = 0;
+  /// Moves past the next batch without decoding it (a rank skips the batches
+  /// of the others); false after the last.
+  virtual bool skip() { return next().has_value(); }
   /// Items it yields in all (at most max_batches * batch_size).
   virtual int64_t num_items() const = 0;
   /// Batches it yields in all.

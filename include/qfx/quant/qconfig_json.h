@@ -39,7 +39,11 @@ QConfigMapping qconfig_mapping_from_json(const nlohmann::json& json);
 /// Reads a QConfigMapping JSON file; errors name the file and the JSON path.
 QConfigMapping load_qconfig_mapping(const std::string& file);
 
-/// Reads a JSON file; errors name the file.
+/// How deep load_json_file lets a file nest (qfx's configs need fewer than 10 levels).
+constexpr int kMaxJsonDepth = 64;
+
+/// Reads a JSON file; errors name the file. Nesting deeper than
+/// kMaxJsonDepth is an error, not a stack overflow in its readers.
 nlohmann::json load_json_file(const std::string& file);
 
 }  // namespace qfx::quant

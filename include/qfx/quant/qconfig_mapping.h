@@ -16,7 +16,6 @@
 #include "qfx/quant/qconfig.h"
 
 #include <memory>
-#include <regex>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -27,6 +26,10 @@ namespace qfx::ir {
 class GraphModule;
 class Node;
 }  // namespace qfx::ir
+
+namespace re2 {
+class RE2;
+}
 
 namespace qfx::quant {
 
@@ -44,7 +47,7 @@ class QConfigMapping {
  public:
   struct RegexEntry {
     std::string pattern;
-    std::shared_ptr<const std::regex> regex;
+    std::shared_ptr<const re2::RE2> regex;  ///< RE2: linear time in the name's length
     QConfigAny qconfig;
   };
   struct OrderEntry {
@@ -56,7 +59,9 @@ class QConfigMapping {
 
   QConfigMapping& set_global(QConfigAny qconfig);
   QConfigMapping& set_object_type(const std::string& object_type, QConfigAny qconfig);
-  /// Raises c10::Error for a pattern that is not a valid regex.
+  /// Raises c10::Error for a pattern that is not a valid regex. Patterns
+  /// are RE2's syntax (Python's `re` without backreferences and lookaround),
+  /// matched as Python's `re.match` does: at the start of the name.
   QConfigMapping& set_module_name_regex(const std::string& pattern, QConfigAny qconfig);
   QConfigMapping& set_module_name(const std::string& module_name, QConfigAny qconfig);
   QConfigMapping& set_module_name_object_type_order(const std::string& module_name, const std::string& object_type,

@@ -78,5 +78,11 @@ std::optional<Batch> OrderedItemSource::next() {
   return batch;
 }
 
+bool OrderedItemSource::skip() {
+  if (position_ >= num_items()) return false;
+  position_ += std::min<int64_t>(batch_size_, num_items() - position_);
+  return true;
+}
+
 }  // namespace detail
 }  // namespace qfx::io

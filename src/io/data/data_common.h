@@ -32,6 +32,7 @@ at::Tensor normalize(const at::Tensor& x, const DataOptions& options);
 class OrderedItemSource : public DataSource {
  public:
   std::optional<Batch> next() final;
+  bool skip() final;
   int64_t num_items() const final { return static_cast<int64_t>(order_.size()); }
 
  protected:

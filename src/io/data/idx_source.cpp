@@ -45,7 +45,7 @@ class IdxFile {
   const std::vector<int64_t>& dims() const { return dims_; }
 
   /// Item `index` into `out` (item_bytes bytes). Without random access the
-  /// indexes must come in file order.
+  /// indexes must come in file order (items between are skipped).
   void read(int64_t index, unsigned char* out) {
     TORCH_CHECK(index >= 0 && index < count(), "'", path_, "': no item ", index);
     if (copy_ != nullptr) {
@@ -54,7 +54,12 @@ class IdxFile {
                   "'", path_, "': cannot read item ", index);
       return;
     }
-    TORCH_CHECK(index == next_, "'", path_, "': items must be read in order");
+    TORCH_CHECK(index >= next_, "'", path_, "': items must be read in order");
+    if (index > next_) {
+      TORCH_CHECK(gzseek(file_, static_cast<z_off_t>((index - next_) * item_bytes_), SEEK_CUR) >= 0, "'", path_,
+                  "': truncated before item ", index, " of ", count());
+      next_ = index;
+    }
     int got = gzread(file_, out, static_cast<unsigned>(item_bytes_));
     TORCH_CHECK(got == item_bytes_, "'", path_, "': truncated at item ", index, " of ", count());
     ++next_;
