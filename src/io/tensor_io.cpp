@@ -2,6 +2,7 @@
 
 #include "qfx/io/tensor_io.h"
 
+#include "memory_bounds.h"
 #include "pickle_rewrite.h"
 
 #include <caffe2/serialize/in_memory_adapter.h>
@@ -13,8 +14,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 
 namespace qfx::io {
 
@@ -22,7 +26,7 @@ namespace {
 
 // torch::pickle_load, with the pickle first passed through
 // expand_single_item_ops (LibTorch's unpickler lacks APPEND and SETITEM).
-c10::IValue unpickle_torch_save(const std::vector<char>& bytes) {
+c10::IValue unpickle_torch_save(const std::vector<char>& bytes, const std::string& what) {
   caffe2::serialize::PyTorchStreamReader archive(
       std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
   auto [data, size] = archive.getRecord("data.pkl");
@@ -34,9 +38,19 @@ c10::IValue unpickle_torch_save(const std::vector<char>& bytes) {
     position += n;
     return n;
   };
-  auto read_record = [&](const std::string& name) { return std::get<0>(archive.getRecord("data/" + name)); };
+  std::map<const void*, size_t> record_sizes;  // a storage's data -> the bytes its record holds
+  auto read_record = [&](const std::string& name) {
+    auto [record, record_size] = archive.getRecord("data/" + name);
+    record_sizes[record.get()] = record_size;
+    return std::move(record);
+  };
   torch::jit::Unpickler unpickler(read, nullptr, nullptr, read_record, c10::nullopt);
-  return unpickler.parse_ivalue();
+  c10::IValue value = unpickler.parse_ivalue();
+  detail::check_storages(value, what, [&](const c10::Storage& storage) -> std::optional<uint64_t> {
+    auto it = record_sizes.find(storage.data());
+    return it == record_sizes.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+  });
+  return value;
 }
 
 }  // namespace
@@ -44,14 +58,21 @@ c10::IValue unpickle_torch_save(const std::vector<char>& bytes) {
 c10::IValue load_value(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   TORCH_CHECK(in.good(), "cannot open '", path, "'");
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  if (!error)
+    detail::check_fits_in_memory(2 * static_cast<uint64_t>(size), "reading '" + path + "'");  // file + tensors
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  c10::IValue value;
   try {
-    return unpickle_torch_save(bytes);
+    value = unpickle_torch_save(bytes, "'" + path + "'");
   } catch (const c10::Error& e) {
     std::string cause = e.what_without_backtrace();
+    if (cause.rfind("'" + path + "'", 0) == 0) throw;  // a short record, named already
     TORCH_CHECK(false, "cannot read '", path, "': expected a torch.save file of tensors, lists or tuples (",
                 cause.substr(0, cause.find('\n')), ")");
   }
+  return value;
 }
 
 void save_value(const c10::IValue& value, const std::string& path, const OutputOptions& options) {

@@ -4,9 +4,11 @@
 #include "qfx/io/torchscript_import.h"
 
 #include "import/graph_builder.h"
+#include "memory_bounds.h"
 
 #include <torch/script.h>
 
+#include <filesystem>
 #include <fstream>
 
 namespace qfx::io {
@@ -28,12 +30,18 @@ std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& mo
 
 torch::jit::Module load_script(const std::string& path) {
   TORCH_CHECK(std::ifstream(path).good(), "cannot open model file '", path, "'");
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  if (!error) detail::check_fits_in_memory(2 * static_cast<uint64_t>(size), "loading model '" + path + "'");
+  torch::jit::Module module;
   try {
-    return torch::jit::load(path);
+    module = torch::jit::load(path);
   } catch (const c10::Error& e) {
     std::string cause = e.what_without_backtrace();
     TORCH_CHECK(false, "'", path, "' is not a TorchScript archive: ", cause.substr(0, cause.find('\n')));
   }
+  detail::check_model_storages(module, path);
+  return module;
 }
 
 std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path, const ImportOptions& options) {

@@ -134,6 +134,23 @@ expect_error 1 "cannot read '.*resnet18.fx.json': expected a torch.save file" --
 expect_error 1 "forward\(\) takes 1 input\(s\), got 4" -- run "$fixtures/resnet18.pt" --input "$fixtures/module_zoo.input.pt" -o "$out"
 expect_error 1 "While executing %conv1 .*expected input\[2, 5, 8, 8\] to have 3 channels" -- \
   run "$fixtures/resnet18.pt" --input "$work/bad_shape.pt" -o "$out"
+# Records shorter than their tensors (a torch.save file and a model, rewritten with a quarter of data/0).
+"$python" - "$work" "$fixtures/linear_relu.pt" <<'EOF'
+import sys, torch, zipfile
+work, model = sys.argv[1:]
+torch.save(torch.rand(4, 1, 28, 28), f'{work}/full.pt')
+def truncate(src, dst):
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, 'w') as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            zout.writestr(info, data[:len(data) // 4] if info.filename.endswith('/data/0') else data)
+truncate(f'{work}/full.pt', f'{work}/short_data.pt')
+truncate(model, f'{work}/short_model.pt')
+EOF
+expect_error 1 "'.*short_data.pt': a tensor of sizes \[4, 1, 28, 28\] reads 12544 bytes, its data holds 3136" -- \
+  run "$fixtures/resnet18.pt" --input "$work/short_data.pt" -o "$out"
+expect_error 1 "model '.*short_model.pt': its tensors need [0-9]+ bytes, its data records hold [0-9]+" -- \
+  quantize "$work/short_model.pt" -o "$out" --dynamic
 "$python" -c "import torch, sys; torch.save({'x': torch.rand(1)}, sys.argv[1])" "$work/dict.pt"
 expect_error 1 "'.*dict.pt' must hold a tensor or a list/tuple of tensors, not a GenericDict" -- \
   run "$fixtures/resnet18.pt" --input "$work/dict.pt" -o "$out"

@@ -3,6 +3,7 @@
 // a temporary uncompressed copy that allows seeking.
 
 #include "data_sources.h"
+#include "../memory_bounds.h"
 
 #include "data_common.h"
 
@@ -16,6 +17,9 @@
 
 namespace qfx::io::detail {
 namespace {
+
+/// Bytes of one IDX item qfx accepts (a 16384 x 16384 image).
+constexpr int64_t kMaxItemBytes = int64_t{1} << 28;
 
 /// One IDX file: header, then items of `item_bytes` unsigned bytes.
 class IdxFile {
@@ -31,7 +35,12 @@ class IdxFile {
       dims_.push_back((int64_t(b[0]) << 24) | (int64_t(b[1]) << 16) | (int64_t(b[2]) << 8) | int64_t(b[3]));
     }
     item_bytes_ = 1;
-    for (size_t i = 1; i < dims_.size(); ++i) item_bytes_ *= dims_[i];
+    for (size_t i = 1; i < dims_.size(); ++i) {
+      TORCH_CHECK(dims_[i] > 0 && item_bytes_ <= kMaxItemBytes / dims_[i], "'", path, "': an item of ",
+                  c10::IntArrayRef(dims_).slice(1), " bytes is not an image qfx reads (at most ", kMaxItemBytes,
+                  " bytes)");
+      item_bytes_ *= dims_[i];
+    }
     if (random_access) copy_to_temporary();
   }
   ~IdxFile() {
@@ -116,6 +125,9 @@ class IdxSource final : public OrderedItemSource {
                   images_.count(), " images in '", path, "'");
     }
     set_order(images_.count());
+    const int64_t item_floats = images_.dims()[1] * images_.dims()[2];
+    check_fits_in_memory(static_cast<uint64_t>(options.batch_size) * static_cast<uint64_t>(item_floats) * 5,
+                         "a batch of " + std::to_string(options.batch_size) + " items of '" + path + "'");
   }
 
   int64_t num_classes() const override { return labels_ ? 10 : 0; }

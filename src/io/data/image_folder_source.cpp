@@ -2,6 +2,7 @@
 // stb_image, resized (shorter side) and center-cropped, one item at a time.
 
 #include "data_sources.h"
+#include "../memory_bounds.h"
 
 #include "data_common.h"
 
@@ -45,6 +46,15 @@ std::vector<fs::path> sorted_entries(const fs::path& dir, bool directories) {
 /// to `resize` (bilinear), center-cropped.
 at::Tensor load_image(const fs::path& file, int64_t index, const DataOptions& options) {
   int width = 0, height = 0, channels = 0;
+  if (stbi_info(file.c_str(), &width, &height, &channels) == 1) {  // sizes from the header, before decoding
+    const double scale = static_cast<double>(options.resize_size) / std::max(1, std::min(width, height));
+    const double resized = std::max<double>(options.crop_size, height * scale) *
+                           std::max<double>(options.crop_size, width * scale) * 3 * sizeof(float);
+    check_fits_in_memory(static_cast<uint64_t>(std::min(resized, 1.8e19)) + 16ull * width * height,
+                         "data item " + std::to_string(index) + " ('" + file.string() + "', " + std::to_string(width) +
+                             "x" + std::to_string(height) + " resized to shorter side " +
+                             std::to_string(options.resize_size) + ")");
+  }
   std::unique_ptr<unsigned char, void (*)(void*)> pixels(stbi_load(file.c_str(), &width, &height, &channels, 3),
                                                          stbi_image_free);
   TORCH_CHECK(pixels != nullptr, "data item ", index, ": cannot decode image '", file.string(),
