@@ -151,6 +151,20 @@ expect_error 1 "'.*short_data.pt': a tensor of sizes \[4, 1, 28, 28\] reads 1254
   run "$fixtures/resnet18.pt" --input "$work/short_data.pt" -o "$out"
 expect_error 1 "model '.*short_model.pt': its tensors need [0-9]+ bytes, its data records hold [0-9]+" -- \
   quantize "$work/short_model.pt" -o "$out" --dynamic
+# Numbers that are out of range or not finite, empty calibration data.
+demo_cnn="$source_dir/examples/fashion_mnist/fashion_cnn.pt"
+fashion_test=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+expect_error 1 "std values must be positive and finite, got inf" -- quantize "$demo_cnn" -o "$out" \
+  --calib "$fashion_test" --mean 0 --std inf -q
+expect_error 1 "mean values must be finite, got nan" -- quantize "$demo_cnn" -o "$out" \
+  --calib "$fashion_test" --mean nan --std 1 -q
+expect_error 1 "--seed must be a non-negative integer, got -5" -- quantize "$demo_cnn" -o "$out" \
+  --calib "$fashion_test" --seed -5 -q
+"$qfx" quantize "$demo_cnn" -o "$work/huge_limit.pt" --calib "$fashion_test" --batch-size 1000 \
+  --calib-batches 9223372036854775807 -q || fail "--calib-batches 2^63-1 is 'all batches', not an error"
+"$python" -c "import torch, sys; torch.save(torch.zeros(0, 1, 28, 28), sys.argv[1])" "$work/empty_calib.pt"
+expect_error 1 "calibration data '.*empty_calib.pt' holds no items" -- quantize "$demo_cnn" -o "$out" \
+  --calib "$work/empty_calib.pt" -q
 "$python" -c "import torch, sys; torch.save({'x': torch.rand(1)}, sys.argv[1])" "$work/dict.pt"
 expect_error 1 "'.*dict.pt' must hold a tensor or a list/tuple of tensors, not a GenericDict" -- \
   run "$fixtures/resnet18.pt" --input "$work/dict.pt" -o "$out"

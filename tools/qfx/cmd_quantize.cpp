@@ -73,7 +73,7 @@ class Stopwatch {
 };
 
 /// Runs the prepared model on the calibration data, batch by batch: on this
-/// rank's batches, then merges the observers' statistics over the ranks.
+/// rank's batches (the others' are skipped unread), until every rank is done.
 void calibrate(ir::GraphModule& gm, const Options& o, Ranks& ranks) {
   ir::Interpreter interpreter(gm);
   for_each_calibration_batch(

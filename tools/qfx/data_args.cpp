@@ -10,6 +10,7 @@ namespace qfx::cli {
 
 io::DataOptions DataArgs::resolved() const {
   io::DataOptions out = options;
+  TORCH_CHECK(seed >= -1, "--seed must be a non-negative integer, got ", seed);
   if (seed >= 0) out.seed = static_cast<uint64_t>(seed);
   return out;
 }
@@ -25,10 +26,11 @@ int64_t for_each_batch(io::DataSource& source, const std::string& what, const st
                        const std::function<void(const io::Batch&, int64_t)>& fn,
                        const std::function<bool(int64_t)>& wanted) {
   Progress progress(label, source.num_batches(), quiet);
-  int64_t index = 0, items = 0;
+  int64_t index = 0, items = 0, skipped = 0;
   while (true) {
     if (wanted && !wanted(index)) {
       if (!source.skip()) break;
+      ++skipped;
       progress.update(++index, items);
       continue;
     }
@@ -45,6 +47,7 @@ int64_t for_each_batch(io::DataSource& source, const std::string& what, const st
   }
   progress.finish();
   TORCH_CHECK(index > 0, what, " holds no batches");
+  TORCH_CHECK(items > 0 || skipped > 0, what, " holds no items (every batch is empty)");
   return index;
 }
 

@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -26,13 +27,16 @@ void check_options(const DataOptions& options, const std::string& path) {
   TORCH_CHECK(options.max_batches >= 0, "data '", path, "': the batch limit must not be negative");
   TORCH_CHECK(options.mean.size() == options.std.size(), "data '", path, "': ", options.mean.size(),
               " mean value(s) but ", options.std.size(), " std value(s)");
-  for (double s : options.std) TORCH_CHECK(s > 0, "data '", path, "': std values must be positive, got ", s);
+  for (double s : options.std) {
+    TORCH_CHECK(std::isfinite(s) && s > 0, "data '", path, "': std values must be positive and finite, got ", s);
+  }
+  for (double m : options.mean) TORCH_CHECK(std::isfinite(m), "data '", path, "': mean values must be finite, got ", m);
   TORCH_CHECK(options.crop_size > 0 && options.resize_size >= options.crop_size, "data '", path, "': the resize size (",
               options.resize_size, ") must be at least the crop size (", options.crop_size, ")");
 }
 
 int64_t items_to_read(int64_t available, const DataOptions& options) {
-  if (options.max_batches == 0) return available;
+  if (options.max_batches == 0 || options.max_batches > available / options.batch_size) return available;
   return std::min(available, options.max_batches * options.batch_size);
 }
 

@@ -126,7 +126,8 @@ class IdxSource final : public OrderedItemSource {
     }
     set_order(images_.count());
     const int64_t item_floats = images_.dims()[1] * images_.dims()[2];
-    check_fits_in_memory(static_cast<uint64_t>(options.batch_size) * static_cast<uint64_t>(item_floats) * 5,
+    const double batch_bytes = static_cast<double>(options.batch_size) * static_cast<double>(item_floats) * 5;
+    check_fits_in_memory(static_cast<uint64_t>(std::min(batch_bytes, 1.8e19)),
                          "a batch of " + std::to_string(options.batch_size) + " items of '" + path + "'");
   }
 
