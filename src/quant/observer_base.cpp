@@ -6,6 +6,7 @@
 #include "qfx/quant/observer_base.h"
 
 #include "qfx/ir/module_registry.h"
+#include "qfx/ir/python_literals.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -38,6 +39,10 @@ UniformObserverBase::UniformObserverBase(const UniformObserverOptions& options, 
     TORCH_CHECK(*options.quant_min() <= 0 && 0 <= *options.quant_max(), class_name,
                 ": the quantization range [quant_min, quant_max] must include 0");
     TORCH_CHECK(*options.quant_min() < *options.quant_max(), class_name, ": quant_min must be less than quant_max");
+    auto [lowest, highest] = calculate_qmin_qmax(c10::nullopt, c10::nullopt, dtype, false);
+    TORCH_CHECK(*options.quant_min() >= lowest && *options.quant_max() <= highest, class_name,
+                ": the quantization range [", *options.quant_min(), ", ", *options.quant_max(), "] does not fit ",
+                ir::dtype_name(dtype), " ([", lowest, ", ", highest, "])");
   }
   TORCH_CHECK(!(is_symmetric(qscheme) && options.reduce_range() && dtype == c10::kQUInt8), class_name,
               ": cannot reduce the range of symmetric quantization to quint8");

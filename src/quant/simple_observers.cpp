@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <cmath>
+
 namespace qfx::quant {
 namespace {
 
@@ -23,6 +25,11 @@ QParams RecordingObserverImpl::calculate_qparams() { no_qparams(*this); }
 FixedQParamsObserverImpl::FixedQParamsObserverImpl(FixedQParamsObserverOptions options) : options(options) { reset(); }
 
 void FixedQParamsObserverImpl::reset() {
+  TORCH_CHECK(std::isfinite(options.scale()) && options.scale() > 0,
+              "FixedQParamsObserver: scale must be positive and finite, got ", options.scale());
+  TORCH_CHECK(options.quant_min() <= options.zero_point() && options.zero_point() <= options.quant_max(),
+              "FixedQParamsObserver: zero_point ", options.zero_point(), " is outside the quantization range [",
+              options.quant_min(), ", ", options.quant_max(), "]");
   scale = register_buffer("scale", at::tensor({options.scale()}, at::kFloat));
   zero_point = register_buffer("zero_point", at::tensor({options.zero_point()}, at::kInt));
 }

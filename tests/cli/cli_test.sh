@@ -165,6 +165,13 @@ expect_error 1 "--seed must be a non-negative integer, got -5" -- quantize "$dem
 "$python" -c "import torch, sys; torch.save(torch.zeros(0, 1, 28, 28), sys.argv[1])" "$work/empty_calib.pt"
 expect_error 1 "calibration data '.*empty_calib.pt' holds no items" -- quantize "$demo_cnn" -o "$out" \
   --calib "$work/empty_calib.pt" -q
+# Quantization ranges the dtype cannot hold, fixed qparams outside their range.
+echo '{"": {"activation": {"type": "MinMaxObserver", "args": {"dtype": "torch.quint8", "quant_min": -128, "quant_max": 127}}, "weight": "default_weight_observer"}}' >"$work/range.json"
+expect_error 1 "range.json: \"\".activation: MinMaxObserver: the quantization range \[-128, 127\] does not fit torch.quint8 \(\[0, 255\]\)" -- \
+  quantize "$demo_cnn" -o "$out" --calib "$fashion_test" --qconfig "$work/range.json" -q
+echo '{"": {"activation": {"type": "FixedQParamsObserver", "args": {"scale": 0.01, "zero_point": 100000}}, "weight": "default_weight_observer"}}' >"$work/fixed.json"
+expect_error 1 "FixedQParamsObserver: zero_point 100000 is outside the quantization range \[0, 255\]" -- \
+  quantize "$demo_cnn" -o "$out" --calib "$fashion_test" --qconfig "$work/fixed.json" -q
 "$python" -c "import torch, sys; torch.save({'x': torch.rand(1)}, sys.argv[1])" "$work/dict.pt"
 expect_error 1 "'.*dict.pt' must hold a tensor or a list/tuple of tensors, not a GenericDict" -- \
   run "$fixtures/resnet18.pt" --input "$work/dict.pt" -o "$out"
