@@ -43,10 +43,12 @@ void keep_preserved(ir::GraphModule& model, const std::vector<std::string>& name
 void check_kept_whole(const ir::GraphModule& model, const PrepareCustomConfig& config, const char* step) {
   auto check = [&](const std::string& path, bool nested, const char* what) {
     std::shared_ptr<torch::nn::Module> module = model.find_submodule(path);
+    TORCH_CHECK(module != nullptr, step, ": the PrepareCustomConfig names ", what, " '", path,
+                "', which is not a module of the model");
     bool kept = nested ? dynamic_cast<nn::NestedGraphModuleImpl*>(module.get()) != nullptr
                        : dynamic_cast<nn::ScriptModuleImpl*>(module.get()) != nullptr;
     TORCH_CHECK(kept, step, ": the PrepareCustomConfig names ", what, " '", path,
-                "', which the model does not hold whole; import the model with qfx::import_options(config)");
+                "', which the import inlined: import the model with qfx::import_options(config), as qfx quantize does");
   };
   for (const auto& entry : config.standalone_module_names) check(entry.first, true, "the standalone module");
   for (const std::string& path : config.non_traceable_module_names) check(path, false, "the non-traceable module");

@@ -8,6 +8,7 @@
 
 #include <torch/script.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -28,6 +29,20 @@ std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& mo
   return gm;
 }
 
+namespace {
+
+/// The first line of `text` with bytes that are not printable ASCII as '?',
+/// at most 300 characters (a corrupt archive's code may be binary).
+std::string printable_line(const std::string& text) {
+  std::string line = text.substr(0, std::min(text.find('\n'), size_t{300}));
+  for (char& ch : line) {
+    if (ch < 0x20 || ch > 0x7e) ch = '?';
+  }
+  return line;
+}
+
+}  // namespace
+
 torch::jit::Module load_script(const std::string& path) {
   TORCH_CHECK(std::ifstream(path).good(), "cannot open model file '", path, "'");
   std::error_code error;
@@ -36,9 +51,10 @@ torch::jit::Module load_script(const std::string& path) {
   torch::jit::Module module;
   try {
     module = torch::jit::load(path);
-  } catch (const c10::Error& e) {
-    std::string cause = e.what_without_backtrace();
-    TORCH_CHECK(false, "'", path, "' is not a TorchScript archive: ", cause.substr(0, cause.find('\n')));
+  } catch (const std::exception& e) {  // c10::Error, or a compile error of the archive's code
+    const auto* error = dynamic_cast<const c10::Error*>(&e);
+    TORCH_CHECK(false, "'", path, "' is not a TorchScript archive: ",
+                printable_line(error != nullptr ? error->what_without_backtrace() : e.what()));
   }
   detail::check_model_storages(module, path);
   return module;

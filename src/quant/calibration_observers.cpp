@@ -61,7 +61,8 @@ CalibrationObserver::CalibrationObserver(RangeMethod method, CalibrationObserver
       options(options),
       method_(method),
       per_channel_(!is_per_tensor(options.qscheme())) {
-  TORCH_CHECK(options.bins() > 0, class_name, ": bins must be positive, not ", options.bins());
+  TORCH_CHECK(options.bins() > 0 && options.bins() <= (int64_t{1} << 20), class_name,
+              ": bins must be in [1, 2^20], not ", options.bins());
   TORCH_CHECK(options.percentile() > 50 && options.percentile() <= 100, class_name,
               ": percentile must be in (50, 100], not ", options.percentile());
   const int64_t levels = quant_range_.second - quant_range_.first + 1;

@@ -20,6 +20,10 @@ HistogramObserverImpl::HistogramObserverImpl(HistogramObserverOptions options)
               qscheme_name(options.qscheme()));
   TORCH_CHECK(options.bins() > 0 && options.upsample_rate() > 0,
               "HistogramObserver: bins and upsample_rate must be positive");
+  // Widening the range resamples bins x upsample_rate values.
+  TORCH_CHECK(options.bins() <= (int64_t{1} << 20) && options.upsample_rate() <= (int64_t{1} << 26) / options.bins(),
+              "HistogramObserver: bins (", options.bins(), ") times upsample_rate (", options.upsample_rate(),
+              ") must be at most 2^26, bins at most 2^20");
   reset();
 }
 

@@ -131,7 +131,7 @@ expect_error 1 "--dynamic sets the QConfigMapping \(default_dynamic_qconfig\) an
   quantize "$fixtures/resnet18.pt" -o "$out" --dynamic --qconfig qnnpack.json
 expect_error 1 "cannot open '/nonexistent.input.pt'" -- run "$fixtures/resnet18.pt" --input /nonexistent.input.pt -o "$out"
 expect_error 1 "cannot read '.*resnet18.fx.json': expected a torch.save file" -- run "$fixtures/resnet18.pt" --input "$fixtures/resnet18.fx.json" -o "$out"
-expect_error 1 "forward\(\) takes 1 input\(s\), got 4" -- run "$fixtures/resnet18.pt" --input "$fixtures/module_zoo.input.pt" -o "$out"
+expect_error 1 "running '.*resnet18.pt' on '.*module_zoo.input.pt': forward\(\) takes 1 input\(s\), got 4" -- run "$fixtures/resnet18.pt" --input "$fixtures/module_zoo.input.pt" -o "$out"
 expect_error 1 "While executing %conv1 .*expected input\[2, 5, 8, 8\] to have 3 channels" -- \
   run "$fixtures/resnet18.pt" --input "$work/bad_shape.pt" -o "$out"
 # Records shorter than their tensors (a torch.save file and a model, rewritten with a quarter of data/0).
@@ -172,6 +172,21 @@ expect_error 1 "range.json: \"\".activation: MinMaxObserver: the quantization ra
 echo '{"": {"activation": {"type": "FixedQParamsObserver", "args": {"scale": 0.01, "zero_point": 100000}}, "weight": "default_weight_observer"}}' >"$work/fixed.json"
 expect_error 1 "FixedQParamsObserver: zero_point 100000 is outside the quantization range \[0, 255\]" -- \
   quantize "$demo_cnn" -o "$out" --calib "$fashion_test" --qconfig "$work/fixed.json" -q
+# A model whose code is corrupt (binary bytes in a .py record), and a histogram too large to allocate.
+"$python" - "$source_dir/examples/fashion_mnist/fashion_cnn.pt" "$work/bad_code.pt" <<'EOF'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as zin, zipfile.ZipFile(sys.argv[2], 'w') as zout:
+    for info in zin.infolist():
+        data = zin.read(info.filename)
+        if info.filename.endswith('qfx.py'):
+            data = data[:200] + bytes([0xff, 0xfe, 0x01, 0x80]) * 10 + b'\ndef )(:\n' + data[200:]
+        zout.writestr(info, data)
+EOF
+expect_error 1 "'.*bad_code.pt' is not a TorchScript archive: expected a valid token but found '\?'" -- \
+  print "$work/bad_code.pt"
+echo '{"": {"activation": {"type": "HistogramObserver", "args": {"bins": 1000000000}}, "weight": "default_weight_observer"}}' >"$work/bins.json"
+expect_error 1 "bins.json: \"\".activation: HistogramObserver: bins \(1000000000\) times upsample_rate \(128\) must be at most 2\^26" -- \
+  quantize "$demo_cnn" -o "$out" --calib "$fashion_test" --qconfig "$work/bins.json" -q
 "$python" -c "import torch, sys; torch.save({'x': torch.rand(1)}, sys.argv[1])" "$work/dict.pt"
 expect_error 1 "'.*dict.pt' must hold a tensor or a list/tuple of tensors, not a GenericDict" -- \
   run "$fixtures/resnet18.pt" --input "$work/dict.pt" -o "$out"

@@ -227,8 +227,15 @@ TEST(OracleCustomConfigErrors, StandaloneModuleInlinedByTheImportIsAnError) {
   std::string error = test::error_of([&] {
     prepare_fx(*gm, quant::get_default_qconfig_mapping("onednn"), backend::get_native_backend_config(), custom);
   });
-  EXPECT_NE(error.find("prepare_fx: the PrepareCustomConfig names the standalone module 'block', which the model does "
-                       "not hold whole"),
+  EXPECT_NE(error.find("prepare_fx: the PrepareCustomConfig names the standalone module 'block', which the import "
+                       "inlined"),
+            std::string::npos)
+      << error;
+  custom.standalone_module_names = {{"no_such_block", {}}};
+  error = test::error_of([&] {
+    prepare_fx(*gm, quant::get_default_qconfig_mapping("onednn"), backend::get_native_backend_config(), custom);
+  });
+  EXPECT_NE(error.find("names the standalone module 'no_such_block', which is not a module of the model"),
             std::string::npos)
       << error;
 }

@@ -59,7 +59,12 @@ void add_run_command(CLI::App& app, Action& action) {
       auto gm = io::import_torchscript(options->model);
       auto inputs = io::as_inputs(io::load_value(options->input), "'" + options->input + "'");
       ir::Interpreter interpreter(*gm);
-      c10::IValue output = interpreter.run(std::move(inputs));
+      c10::IValue output;
+      try {
+        output = interpreter.run(std::move(inputs));
+      } catch (const c10::Error& e) {
+        TORCH_CHECK(false, "running '", options->model, "' on '", options->input, "': ", e.what_without_backtrace());
+      }
       if (options->output.empty()) {
         print_summary(output, "output");
       } else {
