@@ -4,6 +4,7 @@
 
 #include "memory_bounds.h"
 #include "pickle_rewrite.h"
+#include "zip_check.h"
 
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
@@ -63,6 +64,9 @@ c10::IValue load_value(const std::string& path) {
   if (!error)
     detail::check_fits_in_memory(2 * static_cast<uint64_t>(size), "reading '" + path + "'");  // file + tensors
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K') {  // a zip archive; other files fail below
+    detail::check_zip_crcs(std::string_view(bytes.data(), bytes.size()), path);
+  }
   c10::IValue value;
   try {
     value = unpickle_torch_save(bytes, "'" + path + "'");

@@ -5,12 +5,14 @@
 
 #include "import/graph_builder.h"
 #include "memory_bounds.h"
+#include "zip_check.h"
 
 #include <torch/script.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace qfx::io {
 
@@ -48,6 +50,11 @@ torch::jit::Module load_script(const std::string& path) {
   std::error_code error;
   const auto size = std::filesystem::file_size(path, error);
   if (!error) detail::check_fits_in_memory(2 * static_cast<uint64_t>(size), "loading model '" + path + "'");
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.rfind("PK", 0) == 0) detail::check_zip_crcs(bytes, path);  // other files fail in load below
+  }
   torch::jit::Module module;
   try {
     module = torch::jit::load(path);

@@ -187,6 +187,26 @@ expect_error 1 "'.*bad_code.pt' is not a TorchScript archive: expected a valid t
 echo '{"": {"activation": {"type": "HistogramObserver", "args": {"bins": 1000000000}}, "weight": "default_weight_observer"}}' >"$work/bins.json"
 expect_error 1 "bins.json: \"\".activation: HistogramObserver: bins \(1000000000\) times upsample_rate \(128\) must be at most 2\^26" -- \
   quantize "$demo_cnn" -o "$out" --calib "$fashion_test" --qconfig "$work/bins.json" -q
+# A flipped byte in a weight record (the zip's CRC-32 no longer matches), in a model and in a data file.
+"$python" - "$fixtures/linear_relu.pt" "$work/flipped.pt" "$work/full.pt" "$work/flipped_data.pt" <<'EOF'
+import shutil, sys, zipfile
+def flip(src, dst):
+    shutil.copy(src, dst)
+    with zipfile.ZipFile(dst) as z:
+        info = next(i for i in z.infolist() if i.filename.endswith('/data/0'))
+    with open(dst, 'r+b') as f:
+        f.seek(info.header_offset + 26)
+        at = info.header_offset + 30 + int.from_bytes(f.read(2), 'little') + int.from_bytes(f.read(2), 'little')
+        f.seek(at)
+        byte = f.read(1)[0]
+        f.seek(at)
+        f.write(bytes([byte ^ 0x40]))
+flip(sys.argv[1], sys.argv[2])
+flip(sys.argv[3], sys.argv[4])
+EOF
+expect_error 1 "'.*flipped.pt': record '.*data/0' is corrupt \(its CRC-32 does not match" -- print "$work/flipped.pt"
+expect_error 1 "'.*flipped_data.pt': record '.*data/0' is corrupt" -- \
+  run "$fixtures/resnet18.pt" --input "$work/flipped_data.pt" -o "$out"
 "$python" -c "import torch, sys; torch.save({'x': torch.rand(1)}, sys.argv[1])" "$work/dict.pt"
 expect_error 1 "'.*dict.pt' must hold a tensor or a list/tuple of tensors, not a GenericDict" -- \
   run "$fixtures/resnet18.pt" --input "$work/dict.pt" -o "$out"
