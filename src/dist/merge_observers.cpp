@@ -2,6 +2,9 @@
 // graph order (the same on every rank).
 
 #include "qfx/distributed.h"
+
+#include "fake_quant_state.h"
+
 #include "qfx/ir/graph_module.h"
 #include "qfx/quant/calibration_observers.h"
 #include "qfx/quant/fake_quantize.h"
@@ -23,16 +26,6 @@ enum class Rule { kNone, kExtremes, kMean, kHistogram, kCalibrationHistogram, kU
 template <typename T>
 bool is(const quant::ActivationPostProcess& observer) {
   return dynamic_cast<const T*>(&observer) != nullptr;
-}
-
-/// The module holding a fake-quantize module's statistics: its observer;
-/// any other observer itself.
-quant::ActivationPostProcess& statistics_of(quant::ActivationPostProcess& observer) {
-  if (auto* fq = dynamic_cast<quant::FakeQuantizeImpl*>(&observer)) return fq->observer();
-  if (auto* fused = dynamic_cast<quant::FusedMovingAvgObsFakeQuantizeImpl*>(&observer)) {
-    return *fused->activation_post_process;
-  }
-  return observer;
 }
 
 Rule rule_of(const quant::ActivationPostProcess& observer) {
@@ -171,24 +164,8 @@ void merge_calibration_histogram(quant::CalibrationObserver& o, ProcessGroup& gr
   assign(o.max_val, all.hi.to(at::kFloat));
 }
 
-/// A fake-quantize module's scale and zero_point from its merged min/max
-/// statistics, once it has any.
-void refresh_qparams(quant::ActivationPostProcess& observer) {
-  auto* stats = dynamic_cast<quant::MinMaxStatsObserver*>(&statistics_of(observer));
-  if (stats == nullptr || stats->min_val.numel() == 0 || !at::isfinite(stats->min_val).all().item<bool>()) return;
-  auto set = [&](at::Tensor& scale, at::Tensor& zero_point) {
-    quant::QParams q = observer.calculate_qparams();
-    scale.resize_(q.scale.sizes()).copy_(q.scale);
-    zero_point.resize_(q.zero_point.sizes()).copy_(q.zero_point);
-  };
-  if (auto* fq = dynamic_cast<quant::FakeQuantizeImpl*>(&observer)) set(fq->scale, fq->zero_point);
-  if (auto* fused = dynamic_cast<quant::FusedMovingAvgObsFakeQuantizeImpl*>(&observer)) {
-    set(fused->scale, fused->zero_point);
-  }
-}
-
 void merge_one(quant::ActivationPostProcess& observer, ProcessGroup& group) {
-  quant::ActivationPostProcess& stats = statistics_of(observer);
+  quant::ActivationPostProcess& stats = detail::statistics_of(observer);
   switch (rule_of(stats)) {
     case Rule::kExtremes: merge_extremes(dynamic_cast<quant::MinMaxStatsObserver&>(stats), group); break;
     case Rule::kMean: merge_means(dynamic_cast<quant::MinMaxStatsObserver&>(stats), group); break;
@@ -199,14 +176,14 @@ void merge_one(quant::ActivationPostProcess& observer, ProcessGroup& group) {
     case Rule::kNone:
     case Rule::kUnsupported: return;
   }
-  refresh_qparams(observer);
+  detail::refresh_qparams(observer);
 }
 
 }  // namespace
 
 void check_mergeable(const ir::GraphModule& gm) {
   for (const auto& [node, observer] : observers_of(gm)) {
-    TORCH_CHECK(rule_of(statistics_of(*observer)) != Rule::kUnsupported,
+    TORCH_CHECK(rule_of(detail::statistics_of(*observer)) != Rule::kUnsupported,
                 "distributed calibration: ", observer->describe(), " (node ", node->name(),
                 ") has no merge across ranks; use a MinMax, Histogram or qfx.observer calibration observer");
   }
@@ -219,68 +196,10 @@ void merge_observers(ir::GraphModule& gm, ProcessGroup& group) {
 }
 
 void merge_observer(quant::ActivationPostProcess& observer, ProcessGroup& group) {
-  TORCH_CHECK(rule_of(statistics_of(observer)) != Rule::kUnsupported, "distributed calibration: ", observer.describe(),
-              " has no merge across ranks");
+  TORCH_CHECK(rule_of(detail::statistics_of(observer)) != Rule::kUnsupported,
+              "distributed calibration: ", observer.describe(), " has no merge across ranks");
   at::NoGradGuard no_grad;
   merge_one(observer, group);
-}
-
-void sync_fake_quantize(torch::nn::Module& module, ProcessGroup& group) {
-  at::NoGradGuard no_grad;
-  std::vector<std::pair<quant::ActivationPostProcess*, quant::MinMaxStatsObserver*>> synced;
-  std::vector<at::Tensor> parts;  // -min and max: one max-reduction for both
-  std::vector<torch::nn::Module*> modules = {&module};
-  for (const auto& child : module.modules(/*include_self=*/false)) modules.push_back(child.get());
-  for (torch::nn::Module* child : modules) {
-    auto* observer = dynamic_cast<quant::ActivationPostProcess*>(child);
-    if (observer == nullptr || &statistics_of(*observer) == observer) continue;
-    auto* stats = dynamic_cast<quant::MinMaxStatsObserver*>(&statistics_of(*observer));
-    if (stats == nullptr) continue;
-    synced.emplace_back(observer, stats);
-    parts.push_back(stats->min_val.reshape({-1}).neg());
-    parts.push_back(stats->max_val.reshape({-1}));
-  }
-  if (synced.empty()) return;
-  at::Tensor flat = at::cat(parts).to(at::kFloat).contiguous();
-  at::Tensor length = at::tensor({flat.numel(), -flat.numel()}, at::kLong);
-  group.all_reduce(length, ProcessGroup::Reduce::kMax);
-  TORCH_CHECK(length[0].item<int64_t>() == -length[1].item<int64_t>(),
-              "fake-quantize statistics differ in size between ranks (the ranks run different models)");
-  group.all_reduce(flat, ProcessGroup::Reduce::kMax);
-  int64_t offset = 0;
-  for (auto& [observer, stats] : synced) {
-    const int64_t n = stats->min_val.numel();
-    stats->min_val.copy_(flat.narrow(0, offset, n).neg().reshape(stats->min_val.sizes()));
-    stats->max_val.copy_(flat.narrow(0, offset + n, n).reshape(stats->max_val.sizes()));
-    offset += 2 * n;
-    refresh_qparams(*observer);
-  }
-}
-
-void average_gradients(const std::vector<at::Tensor>& parameters, ProcessGroup& group) {
-  at::NoGradGuard no_grad;
-  std::vector<at::Tensor> trained;
-  for (const at::Tensor& p : parameters) {
-    if (p.requires_grad()) trained.push_back(p);
-  }
-  std::vector<at::Tensor> grads;
-  for (const at::Tensor& p : trained) {
-    grads.push_back(p.grad().defined() ? p.grad().reshape({-1}) : at::zeros({p.numel()}, p.options()));
-  }
-  if (grads.empty()) return;
-  at::Tensor flat = at::cat(grads).contiguous();
-  group.all_reduce(flat, ProcessGroup::Reduce::kSum);
-  flat.div_(static_cast<double>(group.world_size()));
-  int64_t offset = 0;
-  for (const at::Tensor& p : trained) {
-    at::Tensor mean = flat.narrow(0, offset, p.numel()).view(p.sizes());
-    if (p.grad().defined()) {
-      p.mutable_grad().copy_(mean);
-    } else {
-      p.mutable_grad() = mean.clone();
-    }
-    offset += p.numel();
-  }
 }
 
 }  // namespace qfx::dist
