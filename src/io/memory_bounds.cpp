@@ -3,7 +3,6 @@
 #include "memory_bounds.h"
 
 #include <c10/util/Exception.h>
-#include <caffe2/serialize/inline_container.h>
 
 #include <cstdio>
 #include <fstream>
@@ -84,7 +83,7 @@ void check_storages(const c10::IValue& value, const std::string& what, const Rec
   check_value(value, what, "", record_size);
 }
 
-void check_model_storages(const torch::jit::Module& module, const std::string& path) {
+void check_model_storages(const torch::jit::Module& module, const std::string& path, uint64_t held) {
   std::set<const void*> seen;
   uint64_t needed = 0;
   for (const auto& attribute : module.named_attributes(/*recurse=*/true)) {
@@ -92,13 +91,6 @@ void check_model_storages(const torch::jit::Module& module, const std::string& p
     const at::Tensor& t = attribute.value.toTensor();
     if (!t.defined() || !t.has_storage() || !seen.insert(t.storage().data()).second) continue;
     needed += t.storage().nbytes();
-  }
-  caffe2::serialize::PyTorchStreamReader archive(path);
-  uint64_t held = 0;
-  for (const std::string& name : archive.getAllRecords()) {
-    if (name.find("data/") != std::string::npos && name.find(".pkl") == std::string::npos) {
-      held += std::get<1>(archive.getRecord(name));
-    }
   }
   TORCH_CHECK(needed <= held, "model '", path, "': its tensors need ", needed, " bytes, its data records hold ", held,
               " (a truncated or corrupt record)");

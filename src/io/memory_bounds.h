@@ -36,7 +36,7 @@ void check_storages(const c10::IValue& value, const std::string& what, const Rec
 
 /// c10::Error naming `path` when the tensors of `module` (parameters,
 /// buffers, tensor attributes; each storage once) need more bytes than the
-/// archive's data records hold together (a truncated record).
-void check_model_storages(const torch::jit::Module& module, const std::string& path);
+/// archive's data records hold together, `held` (a truncated record).
+void check_model_storages(const torch::jit::Module& module, const std::string& path, uint64_t held);
 
 }  // namespace qfx::io::detail

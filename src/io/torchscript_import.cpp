@@ -7,12 +7,14 @@
 #include "memory_bounds.h"
 #include "zip_check.h"
 
+#include <caffe2/serialize/in_memory_adapter.h>
 #include <torch/script.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string_view>
 
 namespace qfx::io {
 
@@ -50,20 +52,26 @@ torch::jit::Module load_script(const std::string& path) {
   std::error_code error;
   const auto size = std::filesystem::file_size(path, error);
   if (!error) detail::check_fits_in_memory(2 * static_cast<uint64_t>(size), "loading model '" + path + "'");
-  {
-    std::ifstream in(path, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (bytes.rfind("PK", 0) == 0) detail::check_zip_crcs(bytes, path);  // other files fail in load below
+  // Read once: the zip's records checked, then the model loaded from the same bytes.
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t data_bytes = 0;          // what the archive's tensor records hold
+  if (bytes.rfind("PK", 0) == 0) {  // other files fail in load below
+    for (const detail::ZipRecord& record : detail::check_zip_crcs(bytes, path)) {
+      const std::string_view in_archive = std::string_view(record.name).substr(record.name.find('/') + 1);
+      if (in_archive.rfind("data/", 0) == 0) data_bytes += record.size;  // data/0, data/1, ... (not data.pkl)
+    }
   }
   torch::jit::Module module;
   try {
-    module = torch::jit::load(path);
+    module = torch::jit::load(
+        std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
   } catch (const std::exception& e) {  // c10::Error, or a compile error of the archive's code
     const auto* error = dynamic_cast<const c10::Error*>(&e);
     TORCH_CHECK(false, "'", path, "' is not a TorchScript archive: ",
                 printable_line(error != nullptr ? error->what_without_backtrace() : e.what()));
   }
-  detail::check_model_storages(module, path);
+  detail::check_model_storages(module, path, data_bytes);
   return module;
 }
 

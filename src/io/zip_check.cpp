@@ -105,13 +105,15 @@ Entry read_entry(const Bytes& zip, uint64_t at, const std::string& path) {
 
 }  // namespace
 
-void check_zip_crcs(std::string_view archive, const std::string& path) {
+std::vector<ZipRecord> check_zip_crcs(std::string_view archive, const std::string& path) {
   Bytes zip(archive, path);
   Directory directory = find_directory(zip, path);
+  std::vector<ZipRecord> records;
   uint64_t at = directory.offset;
   for (uint64_t i = 0; i < directory.entries; ++i) {
     Entry e = read_entry(zip, at, path);
     at = e.next;
+    records.push_back({e.name, e.size});
     if (e.method != 0) continue;  // stored records only (LibTorch writes nothing else)
     TORCH_CHECK(zip.read(e.local, 4) == kLocalHeader, "'", path, "': not a valid zip archive (record '", e.name,
                 "' has no header)");
@@ -126,6 +128,7 @@ void check_zip_crcs(std::string_view archive, const std::string& path) {
     TORCH_CHECK(static_cast<uint32_t>(crc) == e.crc, "'", path, "': record '", e.name,
                 "' is corrupt (its CRC-32 does not match the archive's directory)");
   }
+  return records;
 }
 
 }  // namespace qfx::io::detail
