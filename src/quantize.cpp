@@ -1,6 +1,7 @@
 // quantize_fx's entry points as pipelines of passes.
 
 #include "qfx/quantize.h"
+#include "util/json_path.h"
 
 #include "qfx/backend/builtin_backends.h"
 #include "qfx/ir/module_registry.h"
@@ -38,23 +39,31 @@ void keep_preserved(ir::GraphModule& model, const std::vector<std::string>& name
   }
 }
 
-/// The modules the config names by path must be leaves the importer kept
-/// whole, else they were inlined and the config would be ignored.
-void check_kept_whole(const ir::GraphModule& model, const PrepareCustomConfig& config, const char* step) {
+/// Whether a call_module node calls the module at `path` (a leaf: one the
+/// importer keeps whole, as FX's tracer keeps a non-traceable module).
+bool is_called(const ir::GraphModule& model, const std::string& path) {
+  for (const ir::Node* node : model.graph().nodes()) {
+    if (node->op() == ir::Opcode::kCallModule && node->target() == path) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void check_custom_config_modules(const ir::GraphModule& model, const PrepareCustomConfig& config,
+                                 const std::string& where) {
   auto check = [&](const std::string& path, bool nested, const char* what) {
     std::shared_ptr<torch::nn::Module> module = model.find_submodule(path);
-    TORCH_CHECK(module != nullptr, step, ": the PrepareCustomConfig names ", what, " '", path,
-                "', which is not a module of the model");
+    TORCH_CHECK(module != nullptr, where, ": the PrepareCustomConfig names ", what, " ", qfx::detail::echoed(path),
+                ", which is not a module of the model");
     bool kept = nested ? dynamic_cast<nn::NestedGraphModuleImpl*>(module.get()) != nullptr
-                       : dynamic_cast<nn::ScriptModuleImpl*>(module.get()) != nullptr;
-    TORCH_CHECK(kept, step, ": the PrepareCustomConfig names ", what, " '", path,
-                "', which the import inlined: import the model with qfx::import_options(config), as qfx quantize does");
+                       : dynamic_cast<nn::ScriptModuleImpl*>(module.get()) != nullptr || is_called(model, path);
+    TORCH_CHECK(kept, where, ": the PrepareCustomConfig names ", what, " ", qfx::detail::echoed(path),
+                ", which the import inlined: import the model with qfx::import_options(config), as qfx quantize does");
   };
   for (const auto& entry : config.standalone_module_names) check(entry.first, true, "the standalone module");
   for (const std::string& path : config.non_traceable_module_names) check(path, false, "the non-traceable module");
 }
-
-}  // namespace
 
 io::ImportOptions import_options(const PrepareCustomConfig& config) {
   io::ImportOptions options;
@@ -86,7 +95,7 @@ void prepare_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig_map
                 const backend::BackendConfig& backend_config, const PrepareCustomConfig& prepare_custom_config) {
   passes::PassOptions options = options_for(backend_config, prepare_custom_config);
   options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(qconfig_mapping);
-  check_kept_whole(model, prepare_custom_config, "prepare_fx");
+  check_custom_config_modules(model, prepare_custom_config, "prepare_fx");
   passes::PassManager().add("fuse").add("insert-observers").run(model, options);
   keep_preserved(model, prepare_custom_config.preserved_attributes, "prepare_fx");
 }
@@ -96,7 +105,7 @@ void prepare_qat_fx(ir::GraphModule& model, const quant::QConfigMapping& qconfig
   passes::PassOptions options = options_for(backend_config, prepare_custom_config);
   options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(qconfig_mapping);
   options.is_qat = true;
-  check_kept_whole(model, prepare_custom_config, "prepare_qat_fx");
+  check_custom_config_modules(model, prepare_custom_config, "prepare_qat_fx");
   model.root().train(true);
   passes::PassManager().add("fuse").add("swap-qat-modules").add("insert-observers").run(model, options);
   keep_preserved(model, prepare_custom_config.preserved_attributes, "prepare_qat_fx");

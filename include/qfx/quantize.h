@@ -25,6 +25,13 @@ namespace qfx {
 /// TorchScript, and the preserved root attributes.
 io::ImportOptions import_options(const PrepareCustomConfig& config);
 
+/// c10::Error `<where>: the PrepareCustomConfig names ...` when a module
+/// `config` names by path (standalone, non-traceable) is not a module of
+/// `model`, or was inlined by an import without import_options(config).
+/// prepare_fx and prepare_qat_fx check this themselves.
+void check_custom_config_modules(const ir::GraphModule& model, const PrepareCustomConfig& config,
+                                 const std::string& where);
+
 /// `fuse_fx`: fuses the backend's fusion patterns (conv-bn-relu, linear-relu, ...).
 void fuse_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,
              const FuseCustomConfig& fuse_custom_config = {});

@@ -2,6 +2,7 @@
 // is set, and PyTorch's "a pattern set again replaces its config" rule.
 
 #include "qfx/backend/backend_config.h"
+#include "util/json_path.h"
 
 #include "qfx/backend/backend_registry.h"
 
@@ -20,7 +21,8 @@ std::string module_name(const std::string& name) { return pattern::OpCatalog::in
 
 template <typename Table>
 std::string registered(const Table* found, const std::string& name, const char* what) {
-  TORCH_CHECK(found, "unknown ", what, " \"", name, "\" (register it with qfx::backend::BackendRegistry)");
+  TORCH_CHECK(found, "unknown ", what, " ", qfx::detail::echoed(name),
+              " (register it with qfx::backend::BackendRegistry)");
   return name;
 }
 

@@ -17,6 +17,7 @@ namespace {
 using nlohmann::json;
 using qfx::detail::at_path;
 using qfx::detail::check_keys;
+using qfx::detail::echoed;
 using qfx::detail::index_path;
 using qfx::detail::join_path;
 using qfx::detail::json_fail;
@@ -57,7 +58,7 @@ std::string string_at(const json& j, const std::string& path, const char* what) 
 c10::ScalarType dtype_from_name(const json& j, const std::string& path) {
   std::string name = string_at(j, path, "a dtype name");
   std::optional<c10::ScalarType> dtype = ir::parse_dtype(name);
-  if (!dtype) json_fail(path, "unknown dtype \"" + name + "\"");
+  if (!dtype) json_fail(path, "unknown dtype " + echoed(name));
   return *dtype;
 }
 
@@ -129,7 +130,7 @@ pattern::Pattern pattern_from_json(const json& j, const std::string& path) {
 ObservationType observation_type_at(const json& j, const std::string& path) {
   std::string name = string_at(j, path, "an observation type");
   std::optional<ObservationType> type = parse_observation_type(name);
-  if (!type) json_fail(path, "unknown observation type \"" + name + "\"");
+  if (!type) json_fail(path, "unknown observation type " + echoed(name));
   return *type;
 }
 

@@ -5,6 +5,7 @@
 // tensorrt_backend.cpp; and qfx's onnxruntime_backend.cpp.
 
 #include "qfx/backend/builtin_backends.h"
+#include "util/json_path.h"
 
 #include <c10/util/Exception.h>
 
@@ -40,7 +41,7 @@ BackendConfig get_backend_config(const std::string& name) {
   }
   std::string known;
   for (const std::string& n : builtin_backend_names()) known += (known.empty() ? "" : ", ") + n;
-  TORCH_CHECK(false, "unknown backend \"", name, "\" (built-in: ", known, "; or a JSON file)");
+  TORCH_CHECK(false, "unknown backend ", qfx::detail::echoed(name), " (built-in: ", known, "; or a JSON file)");
 }
 
 }  // namespace qfx::backend

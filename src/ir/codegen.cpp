@@ -137,6 +137,8 @@ class CodeWriter {
   std::string statement(const Node& node);
   std::string call_function(const Node& node);
   std::string free_values(const Node& node);
+  /// `: TYPE` after a placeholder's argument, from hooks_.placeholder_type.
+  std::string annotation(const Node& node) const;
 
   const Graph& graph_;
   std::string root_;
@@ -185,7 +187,8 @@ std::string CodeWriter::statement(const Node& node) {
   const auto& args = node.args();
   switch (node.op()) {
     case Opcode::kPlaceholder:
-      free_vars_.push_back(node.target() + (args.empty() ? "" : " = " + format_argument(args[0], false)));
+      free_vars_.push_back(node.target() + annotation(node) +
+                           (args.empty() ? "" : " = " + format_argument(args[0], false)));
       return node.name() == node.target() ? "" : node.name() + " = " + node.target();
     case Opcode::kCallMethod:
       return node.name() + " = " + format_target(format_argument(args.at(0), false), node.target()) + "(" +
@@ -203,6 +206,11 @@ std::string CodeWriter::statement(const Node& node) {
     case Opcode::kOutput: return "return " + format_argument(args.at(0), false);
   }
   return "";
+}
+
+std::string CodeWriter::annotation(const Node& node) const {
+  std::string type = hooks_.placeholder_type ? hooks_.placeholder_type(node) : "";
+  return type.empty() ? "" : ": " + type;
 }
 
 std::string CodeWriter::free_values(const Node& node) {

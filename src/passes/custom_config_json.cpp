@@ -124,7 +124,7 @@ PrepareCustomConfig prepare_custom_config_from_json(const nlohmann::json& json) 
     } else if (key == "preserved_attributes") {
       config.preserved_attributes = names(value, key);
     } else {
-      json_fail("", "unknown key \"" + key + "\"");
+      json_fail("", "unknown key " + detail::echoed(key));
     }
   }
   return config;

@@ -2,6 +2,7 @@
 // PassManager look passes up here.
 
 #include "qfx/passes/pass.h"
+#include "util/json_path.h"
 
 #include "qfx/backend/builtin_backends.h"
 
@@ -122,7 +123,7 @@ const PassInfo& find_pass(const std::string& name) {
     if (name == info.name) return info;
     known += (known.empty() ? "" : ", ") + std::string(info.name);
   }
-  TORCH_CHECK(false, "unknown pass \"", name, "\" (passes: ", known, ")");
+  TORCH_CHECK(false, "unknown pass ", qfx::detail::echoed(name), " (passes: ", known, ")");
 }
 
 }  // namespace qfx::passes

@@ -2,6 +2,7 @@
 // the catalog's tables, the module registry and the interpreter's functions.
 
 #include "qfx/pattern/op_catalog.h"
+#include "util/json_path.h"
 
 #include "op_names.h"
 #include "qfx/ir/module_registry.h"
@@ -76,15 +77,15 @@ std::optional<PatternOp> OpCatalog::find(std::string_view name) const {
 
 PatternOp OpCatalog::resolve(std::string_view name) const {
   std::optional<PatternOp> op = find(name);
-  TORCH_CHECK(op, "unknown op \"", std::string(name),
-              "\" (not a module type, function or method qfx knows; register it with "
+  TORCH_CHECK(op, "unknown op ", qfx::detail::echoed(std::string(name)),
+              " (not a module type, function or method qfx knows; register it with "
               "qfx::pattern::OpCatalog::add)");
   return *op;
 }
 
 std::string OpCatalog::resolve_module(std::string_view name) const {
   std::optional<PatternOp> op = find(name);
-  TORCH_CHECK(op && op->kind == OpKind::kModule, "unknown module type \"", std::string(name), "\"");
+  TORCH_CHECK(op && op->kind == OpKind::kModule, "unknown module type ", qfx::detail::echoed(std::string(name)));
   return op->name;
 }
 

@@ -2,6 +2,7 @@
 // `with_args`-style observer constructors.
 
 #include "qfx/quant/observer_spec.h"
+#include "util/json_path.h"
 
 #include "qfx/ir/python_literals.h"
 
@@ -91,7 +92,7 @@ std::vector<std::string> ObserverRegistry::names() const {
 
 ObserverSpec::ObserverSpec(std::string type, SpecArgs args) : args_(std::move(args)) {
   auto qualified = ObserverRegistry::instance().resolve(type);
-  TORCH_CHECK(qualified.has_value(), "unknown observer class '", type, "'");
+  TORCH_CHECK(qualified.has_value(), "unknown observer class ", qfx::detail::echoed(type));
   type_ = *qualified;
   repr_ = make_repr();
 }

@@ -16,6 +16,7 @@ namespace {
 
 using nlohmann::json;
 using qfx::detail::check_keys;
+using qfx::detail::echoed;
 using qfx::detail::index_path;
 using qfx::detail::join_path;
 using qfx::detail::json_fail;
@@ -41,9 +42,8 @@ SpecValue value_from_json(const json& j, const std::string& path) {
   std::string s = j.get<std::string>();
   if (auto dtype = ir::parse_dtype(s)) return *dtype;
   if (auto qscheme = parse_qscheme(s)) return *qscheme;
-  if (s.rfind("torch.", 0) == 0 && s.find("per_") != std::string::npos)
-    json_fail(path, "unknown qscheme \"" + s + "\"");
-  if (s.rfind("torch.", 0) == 0 && s.find('.', 6) == std::string::npos) json_fail(path, "unknown dtype \"" + s + "\"");
+  if (s.rfind("torch.", 0) == 0 && s.find("per_") != std::string::npos) json_fail(path, "unknown qscheme " + echoed(s));
+  if (s.rfind("torch.", 0) == 0 && s.find('.', 6) == std::string::npos) json_fail(path, "unknown dtype " + echoed(s));
   return s;
 }
 
@@ -78,14 +78,14 @@ ObserverSpec spec_from_json(const json& j, const std::string& path) {
     std::string name = j.get<std::string>();
     if (auto preset = observer_preset(name)) return *preset;
     if (ObserverRegistry::instance().resolve(name)) return ObserverSpec(name);
-    json_fail(path, "unknown observer \"" + name + "\"");
+    json_fail(path, "unknown observer " + echoed(name));
   }
   if (!j.is_object()) json_fail(path, "expected an observer: {\"type\": ..., \"args\": {...}} or a preset name");
   check_keys(j, {"type", "args"}, path);
   if (!j.contains("type") || !j["type"].is_string()) json_fail(join_path(path, "type"), "expected a class name");
   std::string type = j["type"].get<std::string>();
   if (!ObserverRegistry::instance().resolve(type))
-    json_fail(join_path(path, "type"), "unknown observer class \"" + type + "\"");
+    json_fail(join_path(path, "type"), "unknown observer class " + echoed(type));
   SpecArgs args;
   if (j.contains("args")) {
     if (!j["args"].is_object()) json_fail(join_path(path, "args"), "expected an object of arguments");
@@ -111,7 +111,7 @@ QConfigAny qconfig_from_json(const json& j, const std::string& path) {
   if (j.is_null()) return std::nullopt;
   if (j.is_string()) {
     auto preset = qconfig_preset(j.get<std::string>());
-    if (!preset) json_fail(path, "unknown qconfig preset \"" + j.get<std::string>() + "\"");
+    if (!preset) json_fail(path, "unknown qconfig preset " + echoed(j.get<std::string>()));
     return preset;
   }
   if (!j.is_object()) json_fail(path, "expected a qconfig: {\"activation\", \"weight\"}, a preset name or null");
@@ -146,7 +146,7 @@ QConfigMapping qconfig_mapping_from_json(const json& j) {
     std::string kind = name.substr(0, colon);
     if (colon != std::string::npos && kind == "default") return get_default_qconfig_mapping(name.substr(colon + 1));
     if (colon != std::string::npos && kind == "qat") return get_default_qat_qconfig_mapping(name.substr(colon + 1));
-    json_fail("", "unknown qconfig mapping preset \"" + name + "\" (expected default:BACKEND or qat:BACKEND)");
+    json_fail("", "unknown qconfig mapping preset " + echoed(name) + " (expected default:BACKEND or qat:BACKEND)");
   }
   if (!j.is_object()) json_fail("", "expected a qconfig mapping object or a preset name");
   check_keys(j, {"", "object_type", "module_name_regex", "module_name", "module_name_object_type_order"}, "");

@@ -15,6 +15,16 @@ namespace qfx::detail {
   TORCH_CHECK(false, (path.empty() ? "<root>" : path), ": ", what);
 }
 
+/// Longest value an error message echoes whole.
+inline constexpr size_t kMaxEchoed = 80;
+
+/// `"value"` for an error message; a longer value than kMaxEchoed is cut:
+/// `"abc..." (50000000 characters)`.
+inline std::string echoed(const std::string& value) {
+  if (value.size() <= kMaxEchoed) return "\"" + value + "\"";
+  return "\"" + value.substr(0, kMaxEchoed) + "...\" (" + std::to_string(value.size()) + " characters)";
+}
+
 /// `path.key`, or `key` at the root.
 inline std::string join_path(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
@@ -28,7 +38,7 @@ inline void check_keys(const nlohmann::json& j, std::initializer_list<const char
   for (const auto& item : j.items()) {
     bool known = false;
     for (const char* key : allowed) known = known || item.key() == key;
-    if (!known) json_fail(path, "unknown key \"" + item.key() + "\"");
+    if (!known) json_fail(path, "unknown key " + echoed(item.key()));
   }
 }
 

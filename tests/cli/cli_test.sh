@@ -222,6 +222,121 @@ expect_error 1 "bins and upsample_rate must be positive" -- observe --observer "
 echo '{"type": "MinMaxObserver"' >"$work/broken.json"
 expect_error 1 "broken.json: not valid JSON" -- observe --observer "$work/broken.json" --input "$work/batches.pt"
 expect_error 2 "backend: .*not in" -- qconfig dump tpu
+# Values echoed in errors are cut: a 1 MB observer class name is named by its first 80 characters and its length.
+"$python" -c "import json, sys; json.dump({'': {'activation': {'type': 'X' * 1000000}, 'weight': 'default_weight_observer'}}, open(sys.argv[1], 'w'))" "$work/long_name.json"
+expect_error 1 "long_name.json: \"\".activation.type: unknown observer class \"X{80}...\" \(1000000 characters\)" -- \
+  quantize "$demo_cnn" -o "$out" --calib "$fashion_test" --qconfig "$work/long_name.json" -q
+[ "$(wc -c <"$work/err")" -lt 300 ] || fail "the long observer name is echoed: $(wc -c <"$work/err") bytes of error"
+# An IDX header counting 2^31 items in a file that holds one: an error naming the file, before any allocation.
+"$python" -c "
+import struct, sys
+open(sys.argv[1], 'wb').write(struct.pack('>IIII', 0x803, 2**31, 28, 28) + bytes(784))" "$work/huge-images-idx3-ubyte"
+expect_error 1 "'.*huge-images-idx3-ubyte': the header counts 2147483648 items of 784 bytes, but the file holds 784 bytes" -- \
+  eval "$demo_cnn" --data "$work/huge-images-idx3-ubyte" -q
+# Deep graphs: a chain of 5,000 relu(x * 1.0001) runs in torch::jit (whose passes recurse once per node: it
+# overflowed the 8 MB main stack), one of 120,000 in the qfx interpreter, with a warning. Scores are pixels
+# 400..409 scaled by 1.0001^n, so top-1 is numpy's argmax of those pixels.
+"$python" - "$work" <<'EOF'
+import re, sys, torch, zipfile
+work = sys.argv[1]
+class Chain(torch.nn.Module):
+    def forward(self, x):
+        x = x.flatten(1)[:, 400:410]
+        for _ in range(2):
+            x = torch.relu(x * 1.0001)
+        return x
+torch.jit.trace(Chain(), torch.rand(1, 1, 28, 28)).save(f'{work}/chain2.pt')
+def lengthen(n, dst):  # the traced code with n links in the chain
+    with zipfile.ZipFile(f'{work}/chain2.pt') as zin, zipfile.ZipFile(dst, 'w') as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename.endswith('.debug_pkl'):
+                continue
+            if info.filename.endswith('code/__torch__.py'):
+                code = data.decode()
+                head = re.match(r'(.*?\n)\s+\S+ = torch.relu\(torch.mul\(', code, re.S).group(1)
+                first = re.search(r'torch.mul\((\S+),', code).group(1)
+                links = [f'    c{i} = torch.relu(torch.mul({f"c{i - 1}" if i else first}, CONSTANTS.c0))\n' for i in range(n)]
+                data = (head + ''.join(links) + f'    return c{n - 1}\n').encode()
+            zout.writestr(info.filename, data)
+lengthen(5000, f'{work}/chain5k.pt')
+lengthen(120000, f'{work}/chain120k.pt')
+EOF
+chain_top1=$("$python" -c "
+import gzip, sys, numpy as np
+with gzip.open(sys.argv[1]) as f: pixels = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)[:128]
+with gzip.open(sys.argv[1].replace('images-idx3', 'labels-idx1')) as f: labels = np.frombuffer(f.read(), np.uint8, offset=8)[:128]
+print(int((pixels[:, 400:410].argmax(1) == labels).sum()))" "$fashion_test")
+for n in 5k 120k; do
+  "$qfx" eval "$work/chain$n.pt" --data "$fashion_test" --limit-batches 2 -q >"$work/chain_out" 2>"$work/chain_err"
+  code=$?
+  [ "$code" -eq 0 ] || fail "eval of the $n-node chain exited $code: $(head -c 300 "$work/chain_err")"
+  grep -q "^top-1 [0-9.]*% ($chain_top1/128)" "$work/chain_out" || fail "eval of the $n-node chain: $(cat "$work/chain_out"), numpy counts $chain_top1/128"
+done
+grep -q "^qfx: warning: '.*chain120k.pt' has [0-9]* nodes, more than torch::jit runs safely (100000); running it in the qfx interpreter$" \
+  "$work/chain_err" || fail "no interpreter warning for the 120k-node chain: $(cat "$work/chain_err")"
+# A non-traceable module that is a leaf anyway (conv1) changes nothing, as in PyTorch (the tracer alone reads it).
+echo '{"non_traceable_module_name": ["conv1"]}' >"$work/leaf_non_traceable.json"
+"$qfx" quantize "$demo_cnn" -o "$work/leaf_plain.pt" --calib "$work/full.pt" -q || fail "quantize of the demo CNN exited $?"
+"$qfx" quantize "$demo_cnn" -o "$work/leaf_config.pt" --calib "$work/full.pt" -q \
+  --prepare-custom-config "$work/leaf_non_traceable.json" 2>"$work/leaf_err" || fail "non-traceable leaf: $(cat "$work/leaf_err")"
+cmp -s "$work/leaf_plain.pt" "$work/leaf_config.pt" || fail "a non-traceable leaf module changed the model"
+echo '{"non_traceable_module_name": ["conv9"]}' >"$work/missing_module.json"
+expect_error 1 ".*missing_module.json: the PrepareCustomConfig names the non-traceable module \"conv9\", which is not a module of the model" -- \
+  quantize "$demo_cnn" -o "$out" --calib "$work/full.pt" -q --prepare-custom-config "$work/missing_module.json"
+# A forward taking List[Tensor] keeps its type through quantize (before: exported as taking a Tensor); the
+# int8 model is within one output step of PyTorch's prepare_fx/convert_fx of the same model and data.
+cat >"$work/list_model.py" <<'EOF'
+import sys, torch
+from typing import List
+class ListInput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+    def forward(self, xs: List[torch.Tensor]):
+        return self.fc(xs[0] + xs[1])
+torch.manual_seed(0)
+model = ListInput().eval()
+torch.jit.script(model).save(f'{sys.argv[1]}/list_input.pt')
+torch.save([[[torch.randn(8, 4), torch.randn(8, 4)]] for _ in range(4)], f'{sys.argv[1]}/list_calib.pt')
+EOF
+"$python" "$work/list_model.py" "$work"  # torch.jit.script reads the class's source from its file
+"$qfx" quantize "$work/list_input.pt" -o "$work/list_int8.pt" --calib "$work/list_calib.pt" -q \
+  || fail "quantize of a List[Tensor] model exited $?"
+"$python" - "$work" "$source_dir" <<'EOF' || fail "the List[Tensor] model's int8 export differs from PyTorch"
+import copy, sys, torch
+from torch.ao.quantization import get_default_qconfig_mapping
+from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+work = sys.argv[1]
+sys.path.insert(0, f'{sys.argv[2]}/tests/oracle')
+from flow_fixtures import output_step
+from quant_fixtures import FixedHistogramObserver
+from torch.ao.quantization import observer
+observer.HistogramObserver.forward = FixedHistogramObserver.forward  # upstream's histc fix (docs/divergences.md)
+torch.backends.quantized.engine = 'onednn'
+ours = torch.jit.load(f'{work}/list_int8.pt')
+assert str(ours.forward.schema) == 'forward(__torch__.qfx.ExportedModule self, Tensor[] xs) -> Tensor', ours.forward.schema
+calib = torch.load(f'{work}/list_calib.pt')
+scripted = torch.jit.load(f'{work}/list_input.pt')
+class ListInput(torch.nn.Module):  # the scripted model as Python, with its weights
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+    def forward(self, xs):
+        return self.fc(xs[0] + xs[1])
+model = ListInput().eval()
+model.fc.load_state_dict({'weight': scripted.fc.weight, 'bias': scripted.fc.bias})
+with torch.no_grad():
+    prepared = prepare_fx(copy.deepcopy(model), get_default_qconfig_mapping('onednn'), tuple(calib[0]))
+    for batch in calib:
+        prepared(*batch)
+    converted = convert_fx(prepared)
+    error = max((ours(*b) - converted(*b)).abs().max().item() for b in calib)
+    step = output_step(converted, calib[0])
+assert step > 0 and error <= step * (1 + 1e-6), (error, step)
+EOF
+expect_error 1 "ONNX export: input %xs is a List\[Tensor\]; ONNX inputs are tensors" -- \
+  export "$work/list_input.pt" -o "$work/list.onnx" --input-shape 8,4
 
 # --- qfx backend-config ----------------------------------------------------
 for backend in native fbgemm qnnpack x86 onednn executorch tensorrt; do

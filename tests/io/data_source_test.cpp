@@ -16,6 +16,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 namespace qfx {
@@ -116,7 +117,17 @@ TEST(DataSource, BadFilesAreErrorsNamingThem) {
   io::DataOptions options;
   options.batch_size = 4;
   std::string error = test::error_of([&] { io::open_data(truncated, options)->next(); });
-  EXPECT_NE(error.find("trunc-images-idx3-ubyte': truncated at item 1 of 5"), std::string::npos) << error;
+  EXPECT_NE(error.find("trunc-images-idx3-ubyte': the header counts 5 items of 6 bytes, but the file holds 8 bytes"),
+            std::string::npos)
+      << error;
+
+  std::string huge = temp_path("huge-images-idx3-ubyte");  // 2^31 items of 28 x 28 in a 784-byte file
+  bytes = big_endian({0x803, uint32_t{1} << 31, 28, 28});
+  bytes.resize(bytes.size() + 784);
+  std::ofstream(huge, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  error = test::error_of([&] { io::open_data(huge, options); });
+  EXPECT_NE(error.find("huge-images-idx3-ubyte': the header counts 2147483648 items of 784 bytes"), std::string::npos)
+      << error;
 
   std::string not_idx = temp_path("bad-images-idx3-ubyte");
   std::ofstream(not_idx) << "hello world, no IDX here";
@@ -157,6 +168,48 @@ TEST(DataSource, ImageFoldersResizeCropAndLabel) {
   std::string error = test::error_of([&] { all_batches(*io::open_data(root.string(), options)); });
   EXPECT_NE(error.find("data item 2: cannot decode image '"), std::string::npos) << error;
   EXPECT_NE(error.find("c.png"), std::string::npos) << error;
+}
+
+/// The bytes of `path`.
+std::vector<char> file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& path, const std::vector<char>& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+TEST(DataSource, PngChunksAreCheckedAgainstTheirCrc) {
+  fs::path root = temp_path("png_crc");
+  fs::remove_all(root);
+  fs::create_directories(root / "a");
+  std::vector<unsigned char> pixels(16 * 16 * 3, 90);
+  const fs::path png = root / "a" / "x.png";
+  stbi_write_png(png.c_str(), 16, 16, 3, pixels.data(), 16 * 3);
+  io::DataOptions options;
+  options.resize_size = options.crop_size = 16;
+  EXPECT_EQ(all_batches(*io::open_data(root.string(), options)).size(), 1u) << "stb_image_write's CRCs hold";
+
+  std::vector<char> bytes = file_bytes(png);
+  const std::string text(bytes.begin(), bytes.end());
+  const size_t idat = text.find("IDAT");
+  ASSERT_NE(idat, std::string::npos);
+  std::vector<char> flipped = bytes;
+  flipped[idat + 6] ^= 0x01;  // one bit of the compressed pixels
+  write_bytes(png, flipped);
+  std::string error = test::error_of([&] { all_batches(*io::open_data(root.string(), options)); });
+  EXPECT_NE(error.find("data item 0: image '" + png.string() + "': PNG chunk IDAT at byte " + std::to_string(idat - 4) +
+                       " fails its CRC check"),
+            std::string::npos)
+      << error;
+
+  bytes.resize(idat + 20);  // cut inside the IDAT chunk
+  write_bytes(png, bytes);
+  error = test::error_of([&] { all_batches(*io::open_data(root.string(), options)); });
+  EXPECT_NE(error.find("PNG chunk IDAT at byte " + std::to_string(idat - 4) + " runs past the end of the file"),
+            std::string::npos)
+      << error;
 }
 
 TEST(DataSource, TensorFiles) {

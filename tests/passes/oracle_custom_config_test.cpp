@@ -227,7 +227,7 @@ TEST(OracleCustomConfigErrors, StandaloneModuleInlinedByTheImportIsAnError) {
   std::string error = test::error_of([&] {
     prepare_fx(*gm, quant::get_default_qconfig_mapping("onednn"), backend::get_native_backend_config(), custom);
   });
-  EXPECT_NE(error.find("prepare_fx: the PrepareCustomConfig names the standalone module 'block', which the import "
+  EXPECT_NE(error.find("prepare_fx: the PrepareCustomConfig names the standalone module \"block\", which the import "
                        "inlined"),
             std::string::npos)
       << error;
@@ -235,7 +235,7 @@ TEST(OracleCustomConfigErrors, StandaloneModuleInlinedByTheImportIsAnError) {
   error = test::error_of([&] {
     prepare_fx(*gm, quant::get_default_qconfig_mapping("onednn"), backend::get_native_backend_config(), custom);
   });
-  EXPECT_NE(error.find("names the standalone module 'no_such_block', which is not a module of the model"),
+  EXPECT_NE(error.find("names the standalone module \"no_such_block\", which is not a module of the model"),
             std::string::npos)
       << error;
 }

@@ -164,7 +164,7 @@ TEST(ObserverSpec, WithArgsOverridesAndEqualityIgnoresOrder) {
   EXPECT_NE(a, a.with_args({{"quant_min", -128}}));
   EXPECT_EQ(*a.with_args({{"quant_min", -128}}).arg("quant_min"), SpecValue(-128));
   EXPECT_EQ(SpecValue(1), SpecValue(1.0));  // Python: 1 == 1.0
-  EXPECT_NE(error_of([] { ObserverSpec("NoSuchObserver"); }).find("unknown observer class 'NoSuchObserver'"),
+  EXPECT_NE(error_of([] { ObserverSpec("NoSuchObserver"); }).find("unknown observer class \"NoSuchObserver\""),
             std::string::npos);
   EXPECT_NE(error_of([] {
               ObserverSpec("MinMaxObserver", {{"qscheme", c10::kPerChannelAffine}}).make();

@@ -16,6 +16,7 @@
 #include <ATen/Context.h>
 #include <c10/core/InferenceMode.h>
 #include <nlohmann/json.hpp>
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
 
 #include <chrono>
@@ -36,15 +37,45 @@ struct Options {
 
 using Forward = std::function<c10::IValue(std::vector<c10::IValue>&)>;
 
+/// Nodes of a forward graph (callees inlined) torch::jit runs. Its passes
+/// recurse along the graph at about 3 KB of stack a node; qfx's 1 GiB stack
+/// (main.cpp) holds about 350,000. Longer graphs run in the qfx interpreter,
+/// which walks nodes in a loop.
+constexpr size_t kMaxJitNodes = 100000;
+
+size_t count_nodes(const torch::jit::Block& block) {
+  size_t n = 0;
+  for (const torch::jit::Node* node : block.nodes()) {
+    ++n;
+    for (const torch::jit::Block* inner : node->blocks()) n += count_nodes(*inner);
+  }
+  return n;
+}
+
+size_t inlined_nodes(torch::jit::Module& module) {
+  std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph()->copy();
+  torch::jit::Inline(*graph);
+  return count_nodes(*graph->block());
+}
+
 Forward load_model(const Options& o, std::shared_ptr<void>& keep) {
-  if (o.interpreter) {
+  std::shared_ptr<torch::jit::Module> module;
+  if (!o.interpreter) {
+    module = std::make_shared<torch::jit::Module>(io::load_script(o.model));
+    size_t nodes = inlined_nodes(*module);
+    if (nodes > kMaxJitNodes) {
+      TORCH_WARN("'", o.model, "' has ", nodes, " nodes, more than torch::jit runs safely (", kMaxJitNodes,
+                 "); running it in the qfx interpreter");
+      module.reset();
+    }
+  }
+  if (!module) {
     auto gm = std::shared_ptr<ir::GraphModule>(io::import_torchscript(o.model));
     auto interpreter = std::make_shared<ir::Interpreter>(*gm);
     keep = std::make_shared<std::pair<std::shared_ptr<ir::GraphModule>, std::shared_ptr<ir::Interpreter>>>(gm,
                                                                                                            interpreter);
     return [interpreter](std::vector<c10::IValue>& in) { return interpreter->run(in); };
   }
-  auto module = std::make_shared<torch::jit::Module>(io::load_script(o.model));
   module->eval();
   keep = module;
   return [module](std::vector<c10::IValue>& in) { return module->forward(in); };

@@ -13,6 +13,7 @@
 #include <c10/core/InferenceMode.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <iostream>
 
 namespace qfx::cli {
@@ -31,6 +32,15 @@ quant::ObserverSpec read_spec(const std::string& file, bool weight) {
     return weight ? qconfig->weight : qconfig->activation;
   } catch (const c10::Error& e) {
     TORCH_CHECK(false, file, ": ", e.what_without_backtrace());
+  }
+}
+
+/// Runs `fn`, re-raising its c10::Error prefixed by `where`.
+void in_context(const std::string& where, const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, where, ": ", e.what_without_backtrace());
   }
 }
 
@@ -71,12 +81,17 @@ void add_observe_command(CLI::App& app, Action& action) {
   cmd->callback([options, &action] {
     action = [options] {
       c10::InferenceMode no_autograd;
-      auto observer = read_spec(options->spec, options->weight).make();
-      for (const c10::IValue& batch : io::as_inputs(io::load_value(options->input), "'" + options->input + "'")) {
-        TORCH_CHECK(batch.isTensor(), "'", options->input, "' must hold tensors, not ", batch.tagKind());
-        observer->forward(batch.toTensor());
+      quant::ObserverSpec spec = read_spec(options->spec, options->weight);
+      auto observer = spec.make();
+      const std::string input = "'" + options->input + "'";
+      size_t index = 0;
+      for (const c10::IValue& batch : io::as_inputs(io::load_value(options->input), input)) {
+        TORCH_CHECK(batch.isTensor(), input, " must hold tensors, not ", batch.tagKind());
+        in_context(input + " batch " + std::to_string(index++) + ": " + spec.type(),
+                   [&] { observer->forward(batch.toTensor()); });
       }
-      quant::QParams q = observer->calculate_qparams();
+      quant::QParams q;
+      in_context(spec.type() + " on " + input, [&] { q = observer->calculate_qparams(); });
       nlohmann::json out = {{"scale", values(q.scale)},
                             {"zero_point", values(q.zero_point)},
                             {"min_val", range_of(*observer, "min")},

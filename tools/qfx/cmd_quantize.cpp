@@ -233,6 +233,7 @@ void quantize(const Options& o, Ranks& ranks, const io::OutputOptions& outputs, 
   Stopwatch clock;
   nlohmann::json timings;
   auto gm = io::import_torchscript(o.model, import_options(custom));
+  if (!o.prepare_custom_config.empty()) check_custom_config_modules(*gm, custom, o.prepare_custom_config);
   std::vector<ReportNode> float_nodes = report_nodes_of(*gm);
   timings["import_s"] = clock.lap();
   // The float model as imported, for the HTML report's comparison.

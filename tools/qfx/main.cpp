@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <pthread.h>
 #include <iostream>
 
 namespace {
@@ -48,9 +50,36 @@ int stdout_failed(int error) {
   return fail(std::string("cannot write to standard output: ") + (error ? std::strerror(error) : "write failed"), 1);
 }
 
-}  // namespace
+/// Stack of the thread that runs a command. torch::jit's passes recurse once
+/// per graph node (about 3 KB each): the 8 MB main stack overflows at about
+/// 2,700 nodes. Pages are reserved, and used only as deep as a run goes.
+constexpr size_t kCommandStack = size_t{1} << 30;
 
-int main(int argc, char** argv) {
+/// Runs `body` on a thread with a kCommandStack stack, or here if no such
+/// thread can be made.
+int run_on_large_stack(const std::function<int()>& body) {
+  struct Call {
+    const std::function<int()>* body;
+    int result;
+  } call{&body, 1};
+  pthread_attr_t attr;
+  pthread_t thread;
+  bool started = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, kCommandStack) == 0 &&
+                 pthread_create(
+                     &thread, &attr,
+                     [](void* arg) -> void* {
+                       auto* c = static_cast<Call*>(arg);
+                       c->result = (*c->body)();
+                       return nullptr;
+                     },
+                     &call) == 0;
+  pthread_attr_destroy(&attr);
+  if (!started) return body();
+  pthread_join(thread, nullptr);
+  return call.result;
+}
+
+int run_command(int argc, char** argv) {
   static CliWarnings warnings;
   c10::Warning::set_warning_handler(&warnings);
   qfx::reuse_freed_memory();  // batch after batch; glibc builds only, tcmalloc keeps freed memory itself
@@ -87,4 +116,10 @@ int main(int argc, char** argv) {
     return fail(e.what(), 1);
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_on_large_stack([&] { return run_command(argc, argv); });
 }

@@ -47,6 +47,11 @@ struct NodeScope {
 };
 inline constexpr const char* kScopeMeta = "scope";
 
+/// TorchScript type of a placeholder imported from a scripted or traced
+/// forward (`Tensor`, `List[Tensor]`), a std::string in
+/// `meta()[kInputTypeMeta]`; export annotates the argument with it.
+inline constexpr const char* kInputTypeMeta = "input_type";
+
 /// One operation in a Graph. Created and destroyed only by its Graph.
 class Node {
  public:

@@ -55,6 +55,9 @@ struct CodegenHooks {
   /// `setitem = x`) instead of FX's `x[i] = v;  setitem = x`, which
   /// TorchScript's parser rejects.
   bool one_statement_per_line = false;
+  /// The type annotation of a placeholder's argument (`List[Tensor]`), or
+  /// "" for none; unset: none (FX prints node.type, which qfx does not keep).
+  std::function<std::string(const Node&)> placeholder_type;
 };
 std::string python_code(const Graph& graph, const std::string& root_module, const CodegenHooks& hooks);
 

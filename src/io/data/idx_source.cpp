@@ -21,6 +21,10 @@ namespace {
 /// Bytes of one IDX item qfx accepts (a 16384 x 16384 image).
 constexpr int64_t kMaxItemBytes = int64_t{1} << 28;
 
+/// Deflate's largest expansion: a gzip file of N bytes inflates to at most
+/// about 1032 N bytes.
+constexpr double kMaxGzipRatio = 1032;
+
 /// One IDX file: header, then items of `item_bytes` unsigned bytes.
 class IdxFile {
  public:
@@ -41,6 +45,7 @@ class IdxFile {
                   " bytes)");
       item_bytes_ *= dims_[i];
     }
+    check_count(4 * (expected_dims + 1));
     if (random_access) copy_to_temporary();
   }
   ~IdxFile() {
@@ -80,6 +85,19 @@ class IdxFile {
     std::array<unsigned char, N> b{};
     TORCH_CHECK(gzread(file_, b.data(), N) == static_cast<int>(N), "'", path_, "' is not an IDX file (too short)");
     return b;
+  }
+
+  /// The header's item count against what the file can hold (before the
+  /// item order, 8 bytes an item, is allocated): exactly for a plain file,
+  /// within deflate's largest expansion for a gzip file.
+  void check_count(int64_t header_bytes) {
+    const double file_bytes = static_cast<double>(std::filesystem::file_size(path_));
+    const bool plain = gzdirect(file_) == 1;
+    const double room = plain ? file_bytes - header_bytes : file_bytes * kMaxGzipRatio;
+    const double needed = static_cast<double>(count()) * static_cast<double>(item_bytes_);
+    TORCH_CHECK(needed <= room, "'", path_, "': the header counts ", count(), " items of ", item_bytes_,
+                " bytes, but the file ", plain ? "holds " : "can inflate to at most ", static_cast<int64_t>(room),
+                " bytes after its header");
   }
 
   void copy_to_temporary() {

@@ -150,6 +150,10 @@ std::string source_of(const ir::GraphModule& gm, ScriptAttrs& attrs) {
   hooks.release_values = false;
   hooks.subscript_syntax = true;
   hooks.one_statement_per_line = true;
+  hooks.placeholder_type = [](const ir::Node& node) {
+    auto it = node.meta().find(ir::kInputTypeMeta);
+    return it == node.meta().end() ? std::string() : std::any_cast<std::string>(it->second);
+  };
   hooks.call_module = [&](const ir::Node& node, const std::vector<std::string>& args) {
     return detail::module_expression(*gm.get_submodule(node.target()), node.target(), args, attrs);
   };

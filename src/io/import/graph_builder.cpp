@@ -125,7 +125,9 @@ void GraphBuilder::import_forward(const torch::jit::Module& root) {
     std::string name = graph.inputs()[i]->debugName();
     name = name.substr(0, name.find('.'));  // "x.1" -> "x"
     if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "input";
-    inputs.push_back(ImportValue::of_node(scoped(gm_.graph().placeholder(name))));
+    ir::Node* placeholder = scoped(gm_.graph().placeholder(name));
+    placeholder->meta()[ir::kInputTypeMeta] = graph.inputs()[i]->type()->annotation_str();
+    inputs.push_back(ImportValue::of_node(placeholder));
   }
   auto outputs = walker_.run(graph, std::move(inputs));
   scoped(gm_.graph().output(to_argument(outputs.at(0))));

@@ -169,6 +169,10 @@ std::string onnx_model_bytes(const ir::GraphModule& gm, const std::vector<c10::I
       break;
     }
     if (node->op() == ir::Opcode::kPlaceholder) {
+      auto declared = node->meta().find(ir::kInputTypeMeta);
+      TORCH_CHECK(declared == node->meta().end() || std::any_cast<std::string>(declared->second) == "Tensor",
+                  "ONNX export: input %", node->name(), " is a ", std::any_cast<std::string>(declared->second),
+                  "; ONNX inputs are tensors");
       TORCH_CHECK(dtypes.count(node), "ONNX export: input %", node->name(), " is not a tensor");
       builder.fresh(node->name());
       set_type(*graph.add_input(), dtypes.at(node), shapes.at(node), options.dynamic_batch);
