@@ -240,6 +240,9 @@ JSON_ODD_VALUES = [None, True, False, 0, -1, 1.5, 1e308, -1e308, 2 ** 63, -2 ** 
                    '(' * 1000, 'conv.*', '\u0000', '..', 'torch.nn.Linear']
 
 
+DEEP = '<nested lists>'
+
+
 def mutate_json(value, rng, depth=0):
     """A JSON value with one node replaced, dropped, duplicated or nested deep."""
     if isinstance(value, (dict, list)) and value and (depth == 0 or rng.random() < 0.7):
@@ -257,16 +260,13 @@ def mutate_json(value, rng, depth=0):
             value[key] = mutate_json(value[key], rng, depth + 1)
         return value
     kind = rng.random()
-    if kind < 0.1:
-        deep = value
-        for _ in range(rng.choice([10, 70, 1000, 50000])):
-            deep = [deep]
-        return deep
+    if kind < 0.1:  # nested lists, written out by json_text (json.dumps recurses)
+        return f'{DEEP}{rng.choice([10, 70, 1000, 50000])}'
     return rng.choice(JSON_ODD_VALUES)
 
 
 def json_text(value, rng):
-    text = json.dumps(value)
+    text = re.sub(f'"{DEEP}(\\d+)"', lambda m: '[' * int(m.group(1)) + '0' + ']' * int(m.group(1)), json.dumps(value))
     if rng.random() < 0.1:  # broken syntax, numbers JSON cannot hold
         return rng.choice([text[:rng.randrange(len(text) + 1)], text.replace('256', '1e999'),
                            text.replace('256', 'NaN'), text + ',', text.replace('"', "'", 1)])
@@ -474,6 +474,7 @@ def main():
     parser.add_argument('--timeout', type=float, default=60)
     parser.add_argument('--json')
     parser.add_argument('--keep')
+    parser.add_argument('--only', type=int, nargs='*', help='run only these cases (of the same seed), verbosely')
     a = parser.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix='qfx-campaign-')
     base = f'{work}/base'
@@ -497,6 +498,11 @@ def main():
             shutil.rmtree(case, ignore_errors=True)
         return {'case': i, 'family': family, 'args': args, 'exit': code, 'outcome': outcome, 'detail': detail}
 
+    if a.only:
+        for i, family, case, args, models in (cases[i] for i in a.only):
+            code, stdout, stderr, written = run_case(a.qfx, args, case, a.timeout)
+            print(f"case {i} ({family}): qfx {' '.join(args)}\nexit {code}\n{stderr.decode(errors='replace')}")
+        return 0
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
         results = list(pool.map(one, cases))
     counts = collections.Counter(r['outcome'] for r in results)

@@ -165,6 +165,31 @@ expect_error 1 "--seed must be a non-negative integer, got -5" -- quantize "$dem
 "$python" -c "import torch, sys; torch.save(torch.zeros(0, 1, 28, 28), sys.argv[1])" "$work/empty_calib.pt"
 expect_error 1 "calibration data '.*empty_calib.pt' holds no items" -- quantize "$demo_cnn" -o "$out" \
   --calib "$work/empty_calib.pt" -q
+# Integers beyond 64 bits are errors (CLI11 alone made them 2^63 - 1); step counts are bounded.
+expect_error 2 "--seed: '99999999999999999999' is out of the range of a 64-bit integer" -- quantize "$demo_cnn" \
+  -o "$out" --calib "$fashion_test" --seed 99999999999999999999 -q
+expect_error 2 "--epochs: Value 99999999999999999999 not in range 1 to 1000000" -- quantize "$demo_cnn" -o "$out" \
+  --calib "$fashion_test" --qconfig qat --train "$fashion_test" --epochs 99999999999999999999 -q
+expect_error 2 "--adaround-iters: Value 0 not in range 1 to 10000000" -- quantize "$demo_cnn" -o "$out" \
+  --calib "$fashion_test" --adaround --adaround-iters 0 -q
+# A forward that fails inside torch::jit (1x1 images through the CNN): the data file, batch and cause on one line.
+"$python" -c "
+import struct, sys
+open(sys.argv[1] + '/one-images-idx3-ubyte', 'wb').write(struct.pack('>IIII', 0x803, 3, 1, 1) + bytes(3))
+open(sys.argv[1] + '/one-labels-idx1-ubyte', 'wb').write(struct.pack('>II', 0x801, 3) + bytes(3))" "$work"
+expect_error 1 "^qfx: error: data '.*one-images-idx3-ubyte' batch 0: RuntimeError: .*Output size is too small$" -- \
+  eval "$demo_cnn" --data "$work/one-images-idx3-ubyte" -q
+# A torch.save file whose version record is binary: the error line is printable (no raw bytes, no enforce prefix).
+"$python" - "$work" <<'EOF'
+import sys, torch, zipfile
+torch.save(torch.rand(3), f'{sys.argv[1]}/plain.pt')
+with zipfile.ZipFile(f'{sys.argv[1]}/plain.pt') as zin, zipfile.ZipFile(f'{sys.argv[1]}/bad_version.pt', 'w') as zout:
+    for info in zin.infolist():
+        data = zin.read(info.filename)
+        zout.writestr(info.filename, bytes([0xff, 0xfe, 0x80, 0x01, 0x07]) * 5 if info.filename.endswith('version') else data)
+EOF
+expect_error 1 "cannot read '.*bad_version.pt': expected a torch.save file of tensors, lists or tuples \(Couldn't parse the version \? as Long Long.\)$" -- \
+  run "$demo_cnn" --input "$work/bad_version.pt" -o "$out"
 # Quantization ranges the dtype cannot hold, fixed qparams outside their range.
 echo '{"": {"activation": {"type": "MinMaxObserver", "args": {"dtype": "torch.quint8", "quant_min": -128, "quant_max": 127}}, "weight": "default_weight_observer"}}' >"$work/range.json"
 expect_error 1 "range.json: \"\".activation: MinMaxObserver: the quantization range \[-128, 127\] does not fit torch.quint8 \(\[0, 255\]\)" -- \
@@ -275,6 +300,12 @@ for n in 5k 120k; do
 done
 grep -q "^qfx: warning: '.*chain120k.pt' has [0-9]* nodes, more than torch::jit runs safely (100000); running it in the qfx interpreter$" \
   "$work/chain_err" || fail "no interpreter warning for the 120k-node chain: $(cat "$work/chain_err")"
+# A preserved `training` is the exported module's own flag (before: "attribute name 'training' is used twice").
+echo '{"preserved_attributes": ["training"]}' >"$work/preserve_training.json"
+"$qfx" quantize "$demo_cnn" -o "$work/training.pt" --calib "$work/full.pt" -q \
+  --prepare-custom-config "$work/preserve_training.json" 2>"$work/training_err" || fail "preserving training: $(cat "$work/training_err")"
+"$python" -c "import torch, sys; m = torch.jit.load(sys.argv[1]); assert m.training is False; m(torch.rand(2, 1, 28, 28))" \
+  "$work/training.pt" || fail "the model preserving training does not run in eval mode"
 # A non-traceable module that is a leaf anyway (conv1) changes nothing, as in PyTorch (the tracer alone reads it).
 echo '{"non_traceable_module_name": ["conv1"]}' >"$work/leaf_non_traceable.json"
 "$qfx" quantize "$demo_cnn" -o "$work/leaf_plain.pt" --calib "$work/full.pt" -q || fail "quantize of the demo CNN exited $?"

@@ -334,7 +334,8 @@ void add_quantize_command(CLI::App& app, Action& action) {
   cmd->add_option("--train", o->train.data,
                   "with --qconfig qat: fine-tune the prepared classifier on this labelled data (IDX with labels, "
                   "image folder; cross-entropy, Adam) before converting");
-  cmd->add_option("--epochs", o->train.epochs, "--train: passes over the data (default: 1)");
+  cmd->add_option("--epochs", o->train.epochs, "--train: passes over the data (default: 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_option("--lr", o->train.lr, "--train: Adam learning rate (default: 1e-5)");
   add_data_options(*cmd, o->data_args, "items per calibration batch (default: 8)");
   add_dist_options(*cmd, o->dist);
@@ -368,7 +369,8 @@ void add_quantize_command(CLI::App& app, Action& action) {
   cmd->add_flag("--adaround", o->adaround,
                 "learned rounding before observation: each quantized weight rounded up or down as minimizes its "
                 "layer's output error on the calibration data (AdaRound)");
-  cmd->add_option("--adaround-iters", o->adaround_iterations, "--adaround: Adam steps per layer (default: 500)");
+  cmd->add_option("--adaround-iters", o->adaround_iterations, "--adaround: Adam steps per layer (default: 500)")
+      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings")->check(output_file());
   cmd->add_option(

@@ -6,6 +6,9 @@
 
 #include <ATen/ATen.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace qfx::cli {
 
 io::DataOptions DataArgs::resolved() const {
@@ -21,6 +24,17 @@ void check_finite(const io::Batch& batch, const std::string& what, int64_t index
     TORCH_CHECK(at::isfinite(v.toTensor()).all().item<bool>(), what, " batch ", index, " holds NaN or infinite values");
   }
 }
+
+namespace {
+
+/// The cause in a torch::jit error message (its last line: `RuntimeError:
+/// ...` after the TorchScript traceback).
+std::string script_error_cause(std::string message) {
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  return message.substr(message.find_last_of('\n') + 1);
+}
+
+}  // namespace
 
 int64_t for_each_batch(io::DataSource& source, const std::string& what, const std::string& label, bool quiet,
                        const std::function<void(const io::Batch&, int64_t)>& fn,
@@ -41,6 +55,8 @@ int64_t for_each_batch(io::DataSource& source, const std::string& what, const st
       fn(*batch, index);
     } catch (const c10::Error& e) {
       TORCH_CHECK(false, what, " batch ", index, ": ", e.what_without_backtrace());
+    } catch (const std::runtime_error& e) {  // torch::jit's errors: the TorchScript traceback, then the cause
+      TORCH_CHECK(false, what, " batch ", index, ": ", script_error_cause(e.what()));
     }
     items += batch->size();
     progress.update(++index, items);

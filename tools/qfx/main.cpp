@@ -9,23 +9,57 @@
 #include <c10/util/Exception.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <functional>
 #include <pthread.h>
 #include <iostream>
 
 namespace {
 
-std::string one_line(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+/// Longest message line qfx prints; the rest is cut, with its length.
+constexpr size_t kMaxLine = 2000;
+
+/// Bytes of the UTF-8 sequence at `at` (1 to 4), or 0 if it is not one.
+size_t utf8_length(const std::string& s, size_t at) {
+  const auto lead = static_cast<unsigned char>(s[at]);
+  const size_t n = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || at + n > s.size()) return 0;
+  for (size_t i = 1; i < n; ++i) {
+    if ((static_cast<unsigned char>(s[at + i]) >> 6) != 0x2) return 0;
+  }
+  return n;
+}
+
+/// `text` as one printable line: newlines as spaces; control characters and
+/// bytes that are not UTF-8 (a corrupt file's bytes in a library message) as
+/// one `?` a run; caffe2's `[enforce fail at FILE:LINE] . ` prefix dropped;
+/// cut at kMaxLine.
+std::string one_line(const std::string& text) {
   std::string out;
-  for (char c : text) {
-    if (c == '\n') {
-      if (!out.empty() && out.back() != ' ') out += ' ';
-    } else {
-      out += c;
+  for (size_t at = 0; at < text.size();) {
+    if (text.compare(at, 17, "[enforce fail at ") == 0 && text.find("] . ", at) != std::string::npos) {
+      at = text.find("] . ", at) + 4;
+      continue;
     }
+    const size_t n = utf8_length(text, at);
+    const auto c = static_cast<unsigned char>(text[at]);
+    if (c == '\n' || c == '\t') {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else if (n == 0 || c < 0x20 || c == 0x7f) {
+      if (out.empty() || out.back() != '?') out += '?';
+    } else {
+      out.append(text, at, n);
+    }
+    at += std::max<size_t>(n, 1);
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (out.size() > kMaxLine) {
+    size_t cut = kMaxLine;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) >> 6) == 0x2) --cut;  // not inside a character
+    out = out.substr(0, cut) + "... (" + std::to_string(out.size()) + " characters)";
   }
   return out;
 }
@@ -50,9 +84,28 @@ int stdout_failed(int error) {
   return fail(std::string("cannot write to standard output: ") + (error ? std::strerror(error) : "write failed"), 1);
 }
 
+/// CLI11 2.1 reads integers with strtoll and no range check (a value of
+/// 99999999999999999999 became 2^63 - 1): every integer option of `app` and
+/// its subcommands first checks that its value fits.
+void check_integer_ranges(CLI::App& app) {
+  CLI::Validator fits(
+      [](std::string& value) {
+        errno = 0;
+        char* end = nullptr;
+        std::strtoll(value.c_str(), &end, 0);
+        return errno == ERANGE ? "'" + value + "' is out of the range of a 64-bit integer" : std::string();
+      },
+      "");
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_name().rfind("INT", 0) == 0) option->check(fits);
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_integer_ranges(*sub);
+}
+
 /// Stack of the thread that runs a command. torch::jit's passes recurse once
-/// per graph node (about 3 KB each): the 8 MB main stack overflows at about
-/// 2,700 nodes. Pages are reserved, and used only as deep as a run goes.
+/// per graph node (about 1.5 KB each): the 8 MB main stack overflowed on a
+/// chain of 10,000 nodes. Pages are reserved, and used only as deep as a run
+/// goes.
 constexpr size_t kCommandStack = size_t{1} << 30;
 
 /// Runs `body` on a thread with a kCommandStack stack, or here if no such
@@ -98,6 +151,7 @@ int run_command(int argc, char** argv) {
   qfx::cli::add_compare_command(app, action);
   qfx::cli::add_report_command(app, action);
   qfx::cli::add_export_command(app, action);
+  check_integer_ranges(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

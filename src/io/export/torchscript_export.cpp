@@ -174,7 +174,11 @@ namespace {
 torch::jit::Module script_module(const ir::GraphModule& gm, const std::string& class_name) {
   auto unit = std::make_shared<torch::jit::CompilationUnit>();
   ScriptAttrs attrs(unit);
-  for (const auto& [name, value] : gm.preserved_attributes()) attrs.add_exact(name, value);
+  for (const auto& [name, value] : gm.preserved_attributes()) {
+    // `training` is every module's flag: the exported module's own (False,
+    // mark_eval) stands for it, as a preserved `training` does in PyTorch
+    if (name != "training") attrs.add_exact(name, value);
+  }
   std::string source = source_of(gm, attrs);
   torch::jit::Module module(class_name, unit, /*shouldMangle=*/true);
   detail::mark_eval(module);
