@@ -190,7 +190,7 @@ ODD_TENSORS = [
 ]
 ODD_CONTAINERS = [
     lambda t: [t], lambda t: (t,), lambda t: [[t]], lambda t: {'x': t}, lambda t: [t, t], lambda t: [],
-    lambda t: [t, 'text'], lambda t: [None], lambda t: 7, lambda t: 'a string', lambda t: [t, t[:1]],
+    lambda t: [t, 'text'], lambda t: [None], lambda t: 7, lambda t: 'a string', lambda t: [t, t.reshape(-1)[:1]],
 ]
 
 

@@ -165,6 +165,14 @@ expect_error 1 "--seed must be a non-negative integer, got -5" -- quantize "$dem
 "$python" -c "import torch, sys; torch.save(torch.zeros(0, 1, 28, 28), sys.argv[1])" "$work/empty_calib.pt"
 expect_error 1 "calibration data '.*empty_calib.pt' holds no items" -- quantize "$demo_cnn" -o "$out" \
   --calib "$work/empty_calib.pt" -q
+# A BatchNorm whose running variance is negative (a corrupt model: every output would be NaN).
+"$python" -c "
+import sys, torch
+m = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2)).eval()
+m[1].running_var[0] = -0.5
+torch.jit.trace(m, torch.rand(1, 1, 8, 8)).save(sys.argv[1])" "$work/negative_var.pt"
+expect_error 1 "negative_var.pt: import: cannot read torch.nn.modules.batchnorm.BatchNorm2d in module '1': running_var holds negative or NaN values" -- \
+  quantize "$work/negative_var.pt" -o "$out" --dynamic -q
 # Integers beyond 64 bits are errors (CLI11 alone made them 2^63 - 1); step counts are bounded.
 expect_error 2 "--seed: '99999999999999999999' is out of the range of a 64-bit integer" -- quantize "$demo_cnn" \
   -o "$out" --calib "$fashion_test" --seed 99999999999999999999 -q

@@ -114,7 +114,10 @@ void copy_norm_state(const Leaf& leaf, Impl& m) {
   copy_weight_and_bias(leaf, m);
   if (m.options.track_running_stats()) {
     assign(m.running_mean, leaf.tensor("running_mean"));
-    assign(m.running_var, leaf.tensor("running_var"));
+    at::Tensor var = leaf.tensor("running_var");
+    TORCH_CHECK(!var.defined() || var.ge(0).all().item<bool>(),
+                "running_var holds negative or NaN values, which a variance cannot (a corrupt model)");
+    assign(m.running_var, var);
     at::Tensor batches = leaf.tensor("num_batches_tracked");
     if (batches.defined()) assign(m.num_batches_tracked, batches);
   }
