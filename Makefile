@@ -4,7 +4,11 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo clean
+SANITIZE_DIR ?= build-sanitize
+# The tests the sanitizer build runs (ctest adds the fixtures they need).
+SANITIZE_TESTS ?= ^(unit|cli|cli_outputs|campaign)$$
+
+.PHONY: all deps configure build test test-sanitize demo clean
 
 all: build
 
@@ -19,6 +23,16 @@ build: configure
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# The unit and CLI tests on a build with AddressSanitizer (LeakSanitizer
+# included) and UndefinedBehaviorSanitizer, -O1; any report fails the test.
+test-sanitize: deps
+	@test -f $(SANITIZE_DIR)/CMakeCache.txt || cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=None \
+	  -DCMAKE_CXX_FLAGS=-O1 -DQFX_SANITIZE=address,undefined -DQFX_TCMALLOC=OFF -DQFX_BUILD_BENCH=OFF
+	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target qfx_tests qfx-cli
+	cd $(SANITIZE_DIR) && ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/sanitize/ubsan.supp ctest --output-on-failure -j $(JOBS) -R '$(SANITIZE_TESTS)'
 
 demo: build
 	./examples/demo/run.sh $(BUILD_DIR)/bin/qfx $(BUILD_DIR)/demo

@@ -6,7 +6,6 @@
 #include "pickle_rewrite.h"
 #include "zip_check.h"
 
-#include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/unpickler.h>
 
@@ -29,7 +28,7 @@ namespace {
 // expand_single_item_ops (LibTorch's unpickler lacks APPEND and SETITEM).
 c10::IValue unpickle_torch_save(const std::vector<char>& bytes, const std::string& what) {
   caffe2::serialize::PyTorchStreamReader archive(
-      std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
+      std::make_shared<detail::BoundedMemoryAdapter>(std::string_view(bytes.data(), bytes.size())));
   auto [data, size] = archive.getRecord("data.pkl");
   std::string pickle = detail::expand_single_item_ops(std::string_view(static_cast<const char*>(data.get()), size));
   size_t position = 0;

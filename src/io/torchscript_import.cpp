@@ -7,7 +7,6 @@
 #include "memory_bounds.h"
 #include "zip_check.h"
 
-#include <caffe2/serialize/in_memory_adapter.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -64,8 +63,7 @@ torch::jit::Module load_script(const std::string& path) {
   }
   torch::jit::Module module;
   try {
-    module = torch::jit::load(
-        std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
+    module = torch::jit::load(std::make_shared<detail::BoundedMemoryAdapter>(bytes));
   } catch (const std::exception& e) {  // c10::Error, or a compile error of the archive's code
     const auto* error = dynamic_cast<const c10::Error*>(&e);
     TORCH_CHECK(false, "'", path, "' is not a TorchScript archive: ",

@@ -131,4 +131,11 @@ std::vector<ZipRecord> check_zip_crcs(std::string_view archive, const std::strin
   return records;
 }
 
+size_t BoundedMemoryAdapter::read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const {
+  if (pos >= bytes_.size()) return 0;
+  const size_t available = std::min<size_t>(n, bytes_.size() - pos);
+  std::memcpy(buf, bytes_.data() + pos, available);
+  return available;
+}
+
 }  // namespace qfx::io::detail

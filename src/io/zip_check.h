@@ -1,6 +1,8 @@
 #pragma once
 // Integrity of zip archives (TorchScript and torch.save files). Internal to src/io.
 
+#include <caffe2/serialize/read_adapter_interface.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,5 +21,19 @@ struct ZipRecord {
 /// from its central directory entry; also an error when the directory itself
 /// is malformed. Zip64 archives included.
 std::vector<ZipRecord> check_zip_crcs(std::string_view archive, const std::string& path);
+
+/// An archive's bytes in memory for PyTorchStreamReader. Unlike LibTorch's
+/// MemoryReadAdapter, a read past the end gives the bytes there are (none
+/// past the end), as its FileAdapter does: the zip reader probes a foreign
+/// or damaged file at positions outside it.
+class BoundedMemoryAdapter final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit BoundedMemoryAdapter(std::string_view bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* what = "") const override;
+
+ private:
+  std::string_view bytes_;
+};
 
 }  // namespace qfx::io::detail

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 namespace qfx::io::detail {
 namespace {
@@ -29,7 +30,7 @@ constexpr double kMaxGzipRatio = 1032;
 class IdxFile {
  public:
   IdxFile(const std::string& path, int expected_dims, bool random_access) : path_(path) {
-    file_ = gzopen(path.c_str(), "rb");
+    file_.reset(gzopen(path.c_str(), "rb"));
     TORCH_CHECK(file_ != nullptr, "cannot open data file '", path, "'");
     std::array<unsigned char, 4> magic = bytes<4>();
     TORCH_CHECK(magic[0] == 0 && magic[1] == 0 && magic[2] == 0x08 && magic[3] == expected_dims, "'", path,
@@ -48,10 +49,6 @@ class IdxFile {
     check_count(4 * (expected_dims + 1));
     if (random_access) copy_to_temporary();
   }
-  ~IdxFile() {
-    if (file_ != nullptr) gzclose(file_);
-    if (copy_ != nullptr) std::fclose(copy_);
-  }
   IdxFile(const IdxFile&) = delete;
   IdxFile& operator=(const IdxFile&) = delete;
 
@@ -63,18 +60,18 @@ class IdxFile {
   void read(int64_t index, unsigned char* out) {
     TORCH_CHECK(index >= 0 && index < count(), "'", path_, "': no item ", index);
     if (copy_ != nullptr) {
-      TORCH_CHECK(std::fseek(copy_, static_cast<long>(index * item_bytes_), SEEK_SET) == 0 &&
-                      std::fread(out, 1, item_bytes_, copy_) == static_cast<size_t>(item_bytes_),
+      TORCH_CHECK(std::fseek(copy_.get(), static_cast<long>(index * item_bytes_), SEEK_SET) == 0 &&
+                      std::fread(out, 1, item_bytes_, copy_.get()) == static_cast<size_t>(item_bytes_),
                   "'", path_, "': cannot read item ", index);
       return;
     }
     TORCH_CHECK(index >= next_, "'", path_, "': items must be read in order");
     if (index > next_) {
-      TORCH_CHECK(gzseek(file_, static_cast<z_off_t>((index - next_) * item_bytes_), SEEK_CUR) >= 0, "'", path_,
+      TORCH_CHECK(gzseek(file_.get(), static_cast<z_off_t>((index - next_) * item_bytes_), SEEK_CUR) >= 0, "'", path_,
                   "': truncated before item ", index, " of ", count());
       next_ = index;
     }
-    int got = gzread(file_, out, static_cast<unsigned>(item_bytes_));
+    int got = gzread(file_.get(), out, static_cast<unsigned>(item_bytes_));
     TORCH_CHECK(got == item_bytes_, "'", path_, "': truncated at item ", index, " of ", count());
     ++next_;
   }
@@ -83,7 +80,8 @@ class IdxFile {
   template <size_t N>
   std::array<unsigned char, N> bytes() {
     std::array<unsigned char, N> b{};
-    TORCH_CHECK(gzread(file_, b.data(), N) == static_cast<int>(N), "'", path_, "' is not an IDX file (too short)");
+    TORCH_CHECK(gzread(file_.get(), b.data(), N) == static_cast<int>(N), "'", path_,
+                "' is not an IDX file (too short)");
     return b;
   }
 
@@ -92,7 +90,7 @@ class IdxFile {
   /// within deflate's largest expansion for a gzip file.
   void check_count(int64_t header_bytes) {
     const double file_bytes = static_cast<double>(std::filesystem::file_size(path_));
-    const bool plain = gzdirect(file_) == 1;
+    const bool plain = gzdirect(file_.get()) == 1;
     const double room = plain ? file_bytes - header_bytes : file_bytes * kMaxGzipRatio;
     const double needed = static_cast<double>(count()) * static_cast<double>(item_bytes_);
     TORCH_CHECK(needed <= room, "'", path_, "': the header counts ", count(), " items of ", item_bytes_,
@@ -101,22 +99,30 @@ class IdxFile {
   }
 
   void copy_to_temporary() {
-    copy_ = std::tmpfile();
+    copy_.reset(std::tmpfile());
     TORCH_CHECK(copy_ != nullptr, "'", path_, "': cannot create a temporary file to shuffle items");
     std::vector<unsigned char> buffer(static_cast<size_t>(item_bytes_) * 1024);
     int64_t left = count() * item_bytes_;
     while (left > 0) {
       auto want = static_cast<unsigned>(std::min<int64_t>(left, static_cast<int64_t>(buffer.size())));
-      int got = gzread(file_, buffer.data(), want);
+      int got = gzread(file_.get(), buffer.data(), want);
       TORCH_CHECK(got == static_cast<int>(want), "'", path_, "': truncated (", left, " bytes missing)");
-      TORCH_CHECK(std::fwrite(buffer.data(), 1, want, copy_) == want, "'", path_, "': cannot write the temporary copy");
+      TORCH_CHECK(std::fwrite(buffer.data(), 1, want, copy_.get()) == want, "'", path_,
+                  "': cannot write the temporary copy");
       left -= want;
     }
   }
 
   std::string path_;
-  gzFile file_ = nullptr;
-  std::FILE* copy_ = nullptr;
+  // closed by their owners, also when the constructor throws
+  struct GzClose {
+    void operator()(gzFile f) const { gzclose(f); }
+  };
+  struct FileClose {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<gzFile_s, GzClose> file_;
+  std::unique_ptr<std::FILE, FileClose> copy_;
   std::vector<int64_t> dims_;
   int64_t item_bytes_ = 0;
   int64_t next_ = 0;
