@@ -1,6 +1,6 @@
-// qfx: the command-line driver. Parses the subcommand, runs it, and turns any
-// error into one line on stderr and a non-zero exit: 2 for usage errors, 1 for
-// everything else.
+// qfx: the command-line driver. Parses the subcommand, runs it on a thread
+// with a large stack, and turns any error into one printable line on stderr
+// and a non-zero exit: 2 for usage errors, 1 for everything else.
 
 #include "commands.h"
 
@@ -8,13 +8,14 @@
 
 #include <c10/util/Exception.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstdio>
-#include <cstring>
-#include <algorithm>
-#include <functional>
 #include <pthread.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <iostream>
 
 namespace {
