@@ -8,7 +8,12 @@ SANITIZE_DIR ?= build-sanitize
 # The tests the sanitizer build runs (ctest adds the fixtures they need).
 SANITIZE_TESTS ?= ^(unit|cli|cli_outputs|campaign)$$
 
-.PHONY: all deps configure build test test-sanitize demo clean
+FUZZ_DIR ?= build-fuzz
+# make fuzz: seconds each target runs; FUZZ_TARGETS: a subset (default all)
+SECONDS ?= 60
+FUZZ_TARGETS ?=
+
+.PHONY: all deps configure build test test-sanitize fuzz fuzz-merge demo clean
 
 all: build
 
@@ -33,6 +38,19 @@ test-sanitize: deps
 	cd $(SANITIZE_DIR) && ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/sanitize/ubsan.supp ctest --output-on-failure -j $(JOBS) -R '$(SANITIZE_TESTS)'
+
+# The libFuzzer targets of tests/fuzz, built by clang with ASan and UBSan,
+# each run SECONDS (JOBS at once); crashes land in $(FUZZ_DIR)/fuzz/artifacts.
+fuzz: deps
+	@test -f $(FUZZ_DIR)/CMakeCache.txt || CXX=clang++-14 cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=None \
+	  -DCMAKE_CXX_FLAGS="-O1 -g" -DQFX_SANITIZE=fuzzer-no-link,address,undefined -DQFX_FUZZ=ON \
+	  -DQFX_TCMALLOC=OFF -DQFX_BUILD_BENCH=OFF -DQFX_BUILD_TESTS=OFF
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_targets
+	./scripts/fuzz.sh run $(FUZZ_DIR) $(SECONDS) $(JOBS) $(FUZZ_TARGETS)
+
+# What the fuzz runs found, minimized into the committed corpora (tests/fuzz/corpus).
+fuzz-merge:
+	./scripts/fuzz.sh merge $(FUZZ_DIR) $(FUZZ_TARGETS)
 
 demo: build
 	./examples/demo/run.sh $(BUILD_DIR)/bin/qfx $(BUILD_DIR)/demo

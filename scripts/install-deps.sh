@@ -22,6 +22,7 @@ packages=(
   libre2-dev              # module_name_regex matched in linear time
   libgloo-dev libfmt-dev libgoogle-glog-dev iproute2  # c10d's ProcessGroupGloo headers and log level; network namespaces for the two-host test
   nodejs                  # runs ONNX Runtime (npm's onnxruntime-node) in tests, demo and bench
+  clang-14 libclang-rt-14-dev  # make fuzz: libFuzzer targets with ASan and UBSan
 )
 
 # ONNX Runtime's CPU build from npm (onnxruntime-node, pinned in tools/ort/package.json)

@@ -108,12 +108,12 @@ const SpecValue* ObserverSpec::arg(std::string_view name) const {
 
 ObserverSpec ObserverSpec::with_args(const SpecArgs& more) const {
   SpecArgs merged = args_;
-  for (const auto& [key, value] : more) {
-    auto it = std::find_if(merged.begin(), merged.end(), [&](const auto& kv) { return kv.first == key; });
+  for (const auto& entry : more) {
+    auto it = std::find_if(merged.begin(), merged.end(), [&](const auto& kv) { return kv.first == entry.first; });
     if (it == merged.end()) {
-      merged.emplace_back(key, value);
+      merged.push_back(entry);
     } else {
-      it->second = value;
+      it->second = entry.second;
     }
   }
   return ObserverSpec(type_, std::move(merged));
