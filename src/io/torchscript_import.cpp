@@ -3,6 +3,7 @@
 
 #include "qfx/io/torchscript_import.h"
 
+#include "crash_guard.h"
 #include "import/graph_builder.h"
 #include "memory_bounds.h"
 #include "zip_check.h"
@@ -61,9 +62,11 @@ torch::jit::Module load_script(const std::string& path) {
       if (in_archive.rfind("data/", 0) == 0) data_bytes += record.size;  // data/0, data/1, ... (not data.pkl)
     }
   }
+  auto load = [&] { return torch::jit::load(std::make_shared<detail::BoundedMemoryAdapter>(bytes)); };
+  detail::check_load_does_not_crash(load, "'" + path + "'");
   torch::jit::Module module;
   try {
-    module = torch::jit::load(std::make_shared<detail::BoundedMemoryAdapter>(bytes));
+    module = load();
   } catch (const std::exception& e) {  // c10::Error, or a compile error of the archive's code
     const auto* error = dynamic_cast<const c10::Error*>(&e);
     TORCH_CHECK(false, "'", path, "' is not a TorchScript archive: ",

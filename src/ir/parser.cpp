@@ -233,7 +233,7 @@ std::unique_ptr<Graph> parse_graph(std::string_view text) {
   auto graph = std::make_unique<Graph>();
   std::unordered_map<std::string, Node*> nodes;
   size_t line_no = 0;
-  bool seen_header = false;
+  bool seen_header = false, seen_output = false;
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find('\n', start);
@@ -247,7 +247,9 @@ std::unique_ptr<Graph> parse_graph(std::string_view text) {
       seen_header = true;
       continue;
     }
+    if (seen_output) p.fail("text after the output ('return' ends a graph)");
     if (p.accept("return ")) {
+      seen_output = true;
       graph->output(p.value(true));
       if (!p.at_end()) p.fail("unexpected text after the output");
       continue;

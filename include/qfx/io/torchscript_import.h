@@ -56,7 +56,9 @@ struct ImportOptions {
 std::unique_ptr<ir::GraphModule> import_torchscript(const std::string& path, const ImportOptions& options = {});
 
 /// Loads a TorchScript file with torch::jit::load; c10::Error naming the file
-/// when it cannot be opened or is not a TorchScript archive.
+/// when it cannot be opened or is not a TorchScript archive. The archive is
+/// loaded once in a forked child first, so that a file on which LibTorch's
+/// loader crashes (a damaged class body in its code) is an error too.
 torch::jit::Module load_script(const std::string& path);
 
 /// Imports a loaded TorchScript module.

@@ -101,7 +101,7 @@ class IdxFile {
   void copy_to_temporary() {
     copy_.reset(std::tmpfile());
     TORCH_CHECK(copy_ != nullptr, "'", path_, "': cannot create a temporary file to shuffle items");
-    std::vector<unsigned char> buffer(static_cast<size_t>(item_bytes_) * 1024);
+    std::vector<unsigned char> buffer(size_t{1} << 20);  // copied in chunks, whatever the item size
     int64_t left = count() * item_bytes_;
     while (left > 0) {
       auto want = static_cast<unsigned>(std::min<int64_t>(left, static_cast<int64_t>(buffer.size())));
