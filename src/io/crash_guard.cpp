@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,8 +14,12 @@
 namespace qfx::io::detail {
 namespace {
 
-/// In the child: no output (the parent's own load reports), exit 0 when
-/// `load` returns, 1 when it throws. _exit: no atexit handlers, no flushing
+/// The child's exit codes; any other end is a crash (a sanitizer's report
+/// exits with 1 rather than dying of the signal).
+constexpr int kLoaded = 0, kThrew = 3;
+
+/// In the child: no output (the parent's own load reports), kLoaded when
+/// `load` returns, kThrew when it throws. _exit: no atexit handlers, no flushing
 /// of the parent's buffers a second time.
 [[noreturn]] void run_child(const std::function<void()>& load) {
   int null = open("/dev/null", O_WRONLY);
@@ -22,11 +27,11 @@ namespace {
     dup2(null, STDOUT_FILENO);
     dup2(null, STDERR_FILENO);
   }
-  int code = 0;
+  int code = kLoaded;
   try {
     load();
   } catch (...) {
-    code = 1;
+    code = kThrew;
   }
   _exit(code);
 }
@@ -41,8 +46,9 @@ void check_load_does_not_crash(const std::function<void()>& load, const std::str
   while (waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return;
   }
-  TORCH_CHECK(!WIFSIGNALED(status), what, ": LibTorch crashed (", strsignal(WTERMSIG(status)),
-              ") loading it: the archive's code or pickles are corrupt");
+  if (WIFEXITED(status) && (WEXITSTATUS(status) == kLoaded || WEXITSTATUS(status) == kThrew)) return;
+  std::string how = WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exit " + std::to_string(WEXITSTATUS(status));
+  TORCH_CHECK(false, what, ": LibTorch crashed (", how, ") loading it: the archive's code or pickles are corrupt");
 }
 
 }  // namespace qfx::io::detail

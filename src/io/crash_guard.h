@@ -10,7 +10,7 @@ namespace qfx::io::detail {
 /// itself. LibTorch's TorchScript loader was not written for hostile input:
 /// a damaged class body in an archive's code makes its compiler dereference
 /// a wild pointer. When the child dies of a signal, this raises c10::Error
-/// "<what>: LibTorch crashed (<signal>) loading it: the archive's code or
+/// "<what>: LibTorch crashed (<signal>, or a sanitizer's exit) loading it: the archive's code or
 /// pickles are corrupt"; otherwise it returns, whatever the child's outcome
 /// (the caller's own run reports an error as usual). Without fork (no
 /// resources) it returns at once. The child's output is discarded.
