@@ -9,10 +9,11 @@ namespace qfx::io::detail {
 /// Runs `load` once in a forked child process, before the caller runs it
 /// itself. LibTorch's TorchScript loader was not written for hostile input:
 /// a damaged class body in an archive's code makes its compiler dereference
-/// a wild pointer. When the child dies of a signal, this raises c10::Error
-/// "<what>: LibTorch crashed (<signal>, or a sanitizer's exit) loading it: the archive's code or
-/// pickles are corrupt"; otherwise it returns, whatever the child's outcome
-/// (the caller's own run reports an error as usual). Without fork (no
+/// a wild pointer. When the child neither returns nor throws (it dies of a
+/// signal, or a sanitizer's report ends it), this raises c10::Error
+/// "<what>: LibTorch crashed (<how>) loading it: the archive's code or
+/// pickles are corrupt"; otherwise it returns (the caller's own run reports
+/// an error as usual). Without fork (no
 /// resources) it returns at once. The child's output is discarded.
 void check_load_does_not_crash(const std::function<void()>& load, const std::string& what);
 

@@ -84,6 +84,10 @@ TEST(Parser, ErrorsNameLineAndColumn) {
   std::string twice = message_of(
       "graph():\n    %x : [num_users=0] = placeholder[target=x]\n    %x : [num_users=0] = placeholder[target=x]");
   EXPECT_NE(twice.find("defined twice"), std::string::npos) << twice;
+  // found by the ir_text fuzz target: a second output was accepted, and lint refused the graph
+  std::string after = message_of("graph():\n    return 0\n    return 0");
+  EXPECT_NE(after.find("line 3"), std::string::npos) << after;
+  EXPECT_NE(after.find("text after the output"), std::string::npos) << after;
 }
 
 }  // namespace
