@@ -212,6 +212,33 @@ TEST(DataSource, PngChunksAreCheckedAgainstTheirCrc) {
       << error;
 }
 
+TEST(DataSource, JpegHuffmanTablesAreCheckedBeforeDecoding) {
+  fs::path root = temp_path("jpeg_dht");
+  fs::remove_all(root);
+  fs::create_directories(root / "a");
+  std::vector<unsigned char> pixels(16 * 16 * 3, 90);
+  const fs::path jpg = root / "a" / "x.jpg";
+  stbi_write_jpg(jpg.c_str(), 16, 16, 3, pixels.data(), 90);
+  io::DataOptions options;
+  options.resize_size = options.crop_size = 16;
+  EXPECT_EQ(all_batches(*io::open_data(root.string(), options)).size(), 1u) << "stb_image_write's tables hold";
+
+  std::vector<char> bytes = file_bytes(jpg);
+  const size_t dht = std::string(bytes.begin(), bytes.end()).find("\xFF\xC4");
+  ASSERT_NE(dht, std::string::npos);
+  const size_t counts = dht + 5;                                      // marker, length, table class and id
+  bytes[counts + 14] = bytes[counts + 15] = static_cast<char>(0xFF);  // codes stb_image would write past its tables
+  size_t declared = 0;
+  for (size_t i = 0; i < 16; ++i) declared += static_cast<unsigned char>(bytes[counts + i]);
+  write_bytes(jpg, bytes);
+  std::string error = test::error_of([&] { all_batches(*io::open_data(root.string(), options)); });
+  EXPECT_NE(
+      error.find("data item 0: image '" + jpg.string() + "': JPEG Huffman table at byte " + std::to_string(counts - 1) +
+                 " declares " + std::to_string(declared) + " codes (at most 256): a corrupt file"),
+      std::string::npos)
+      << error;
+}
+
 TEST(DataSource, TensorFiles) {
   std::string path = temp_path("items.pt");
   io::save_value(at::arange(30, at::kFloat).reshape({10, 3}), path);

@@ -5,6 +5,7 @@
 #include "../memory_bounds.h"
 
 #include "data_common.h"
+#include "image_checks.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -14,7 +15,6 @@
 #define STBI_ONLY_JPEG
 #define STBI_FAILURE_USERMSG
 #include <stb/stb_image.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
@@ -52,35 +52,13 @@ std::vector<unsigned char> read_file(const fs::path& file, int64_t index) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-uint32_t big_endian32(const unsigned char* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
-
-/// c10::Error naming the chunk when a PNG chunk's CRC-32 does not match its
-/// type and data, or a chunk runs past the file (stb_image checks neither).
-/// Files without PNG's signature are left to the decoder.
-void check_png_crcs(const std::vector<unsigned char>& bytes, const fs::path& file, int64_t index) {
-  static const unsigned char kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (bytes.size() < 8 || !std::equal(kSignature, kSignature + 8, bytes.begin())) return;
-  for (size_t at = 8; at + 8 <= bytes.size();) {
-    const uint64_t length = big_endian32(&bytes[at]);
-    std::string type(reinterpret_cast<const char*>(&bytes[at + 4]), 4);
-    for (char& c : type) c = std::isalpha(static_cast<unsigned char>(c)) ? c : '?';
-    TORCH_CHECK(at + 12 + length <= bytes.size(), "data item ", index, ": image '", file.string(), "': PNG chunk ",
-                type, " at byte ", at, " runs past the end of the file");
-    const uint32_t crc = crc32(crc32(0, nullptr, 0), &bytes[at + 4], static_cast<uInt>(length + 4));
-    TORCH_CHECK(crc == big_endian32(&bytes[at + 8 + length]), "data item ", index, ": image '", file.string(),
-                "': PNG chunk ", type, " at byte ", at, " fails its CRC check (a corrupt file)");
-    if (type == "IEND") return;
-    at += 12 + length;
-  }
-}
-
 /// `[3, crop, crop]` floats in [0, 1]: decoded as RGB, shorter side resized
 /// to `resize` (bilinear), center-cropped.
 at::Tensor load_image(const fs::path& file, int64_t index, const DataOptions& options) {
   const std::vector<unsigned char> bytes = read_file(file, index);
-  check_png_crcs(bytes, file, index);
+  const std::string what = "data item " + std::to_string(index) + ": image '" + file.string() + "'";
+  check_png_crcs(bytes, what);
+  check_jpeg_huffman_tables(bytes, what);
   const auto* data = bytes.data();
   const int size = static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX));
   int width = 0, height = 0, channels = 0;
