@@ -7,7 +7,8 @@
 # A run starts from the committed corpus (tests/fuzz/corpus/TARGET) and
 # what earlier runs found (BUILD/fuzz/corpus/TARGET), adds what it finds to
 # the latter, and writes crashing inputs to BUILD/fuzz/artifacts/. One line
-# per run goes to BUILD/fuzz/runs.tsv: date, target, seconds, executions,
+# per run goes to BUILD/fuzz/runs.tsv: date, target, seconds run (a run
+# ends early at its first crash), executions,
 # coverage (edges), features, corpus size, crash file or "-".
 set -euo pipefail
 
@@ -26,7 +27,8 @@ all_targets() { for f in "$root"/tests/fuzz/targets/*.cpp; do basename "$f" .cpp
 run_one() {  # TARGET SECONDS
   local target="$1" seconds="$2" log="$work/logs/$1.log"
   mkdir -p "$work/corpus/$target"
-  local status=0
+  local status=0 start
+  start=$(date +%s)
   "$build/bin/fuzz_$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=6144 -malloc_limit_mb=4096 \
     -print_final_stats=1 -artifact_prefix="$work/artifacts/$target-" \
     "$work/corpus/$target" "$root/tests/fuzz/corpus/$target" >"$log" 2>&1 || status=$?
@@ -36,7 +38,7 @@ run_one() {  # TARGET SECONDS
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   corpus=$(grep -o 'corp: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$seconds" "${execs:-0}" "${cov:-0}" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$(($(date +%s) - start))" "${execs:-0}" "${cov:-0}" \
     "${ft:-0}" "${corpus:-0}" "${crash:--}" | tee -a "$work/runs.tsv"
   [ "$status" -eq 0 ] || { echo "fuzz: $target found a crash (exit $status): $log" >&2; return 1; }
 }
