@@ -4,6 +4,9 @@
 
 #include "pickle_rewrite.h"
 
+#include <c10/util/Exception.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -105,7 +108,7 @@ std::optional<size_t> argument_size(std::string_view p, size_t at, const OpRow& 
     case Arg::kLength8: {
       int n = r.arg == Arg::kLength1 ? 1 : r.arg == Arg::kLength4 ? 4 : 8;
       if (at + n > p.size()) return std::nullopt;
-      return n + little_endian(p, at, n);
+      return n + std::min<uint64_t>(little_endian(p, at, n), p.size());  // past the end either way, no overflow
     }
   }
   return std::nullopt;
@@ -169,6 +172,24 @@ bool step(Stack& stack, Effect effect, size_t offset, std::vector<size_t>& inser
 }
 
 }  // namespace
+
+void check_declared_sizes(std::string_view pickle, const std::string& what) {
+  for (size_t at = 0; at < pickle.size();) {
+    const auto op = static_cast<unsigned char>(pickle[at]);
+    auto r = row(op);
+    if (!r) return;
+    auto size = argument_size(pickle, at + 1, *r);
+    if (!size) return;  // a truncated line or length: the unpickler reports it
+    const size_t follow = pickle.size() - at - 1;
+    TORCH_CHECK(*size <= follow, what, ": pickle opcode at byte ", at, " declares a string or bytes longer than the ",
+                follow, " bytes that follow it (a corrupt file)");
+    TORCH_CHECK(op != 'r' || little_endian(pickle, at + 1, 4) <= pickle.size(), what, ": pickle opcode at byte ", at,
+                " stores memo entry ", little_endian(pickle, at + 1, 4), " of a ", pickle.size(),
+                "-byte pickle (a corrupt file)");
+    if (r->effect == Effect::kStop) return;
+    at += 1 + *size;
+  }
+}
 
 std::string expand_single_item_ops(std::string_view pickle) {
   Stack stack;

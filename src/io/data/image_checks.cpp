@@ -59,8 +59,10 @@ void check_png_crcs(const std::vector<unsigned char>& bytes, const std::string& 
 }
 
 void check_jpeg_huffman_tables(const std::vector<unsigned char>& bytes, const std::string& what) {
-  if (bytes.size() < 2 || bytes[0] != 0xFF || bytes[1] != 0xD8) return;
-  for (size_t at = 2; at < bytes.size();) {
+  size_t at = 0;  // stb_image takes fill bytes before the start-of-image marker too
+  while (at < bytes.size() && bytes[at] == 0xFF) ++at;
+  if (at == 0 || at >= bytes.size() || bytes[at] != 0xD8) return;
+  for (++at; at < bytes.size();) {
     if (bytes[at++] != 0xFF) continue;  // entropy-coded data, or bytes stb_image skips looking for a marker
     while (at < bytes.size() && bytes[at] == 0xFF) ++at;  // fill bytes
     if (at >= bytes.size()) return;

@@ -18,7 +18,7 @@ void check_png_crcs(const std::vector<unsigned char>& bytes, const std::string& 
 /// 256-entry tables. Markers are found as stb_image finds them: segments
 /// with a length are skipped by it, every other 0xFF byte starts a marker,
 /// up to the end-of-image marker. Files without JPEG's start-of-image marker
-/// are left alone.
+/// (after any 0xFF fill bytes) are left alone.
 void check_jpeg_huffman_tables(const std::vector<unsigned char>& bytes, const std::string& what);
 
 }  // namespace qfx::io::detail
