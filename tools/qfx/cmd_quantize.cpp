@@ -307,7 +307,7 @@ void run(const Options& given) {
     quantize(o, ranks, outputs, example, onnx);
   } catch (const c10::Error& e) {
     if (ranks.group() == nullptr) throw;
-    TORCH_CHECK(false, "rank ", ranks.group()->rank(), ": ", e.what_without_backtrace());
+    TORCH_CHECK(false, ranks.failure_of(e));
   }
 }
 

@@ -9,13 +9,17 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <iterator>
+#include <sstream>
 
 extern char** environ;
 
@@ -86,6 +90,26 @@ std::string exit_of(int status) {
   return "exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
+/// All that `file` holds, read from its start.
+std::string text_of(std::FILE* file) {
+  std::string text;
+  std::rewind(file);
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) text.append(buffer, n);
+  return text;
+}
+
+/// The message of the last `qfx: error:` line in `text`; empty if none.
+std::string last_error_line(const std::string& text) {
+  const std::string prefix = "qfx: error: ";
+  std::string found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) found = line.substr(prefix.size());
+  }
+  return found;
+}
+
 }  // namespace
 
 void add_dist_options(CLI::App& cmd, DistArgs& args) {
@@ -119,15 +143,24 @@ Ranks::Ranks(const DistArgs& args) {
       if (starts_workers) start_workers(port, args.workers);
     });
   } catch (...) {
-    for (pid_t pid : workers_) kill(pid, SIGTERM);
-    for (pid_t pid : workers_) waitpid(pid, nullptr, 0);
+    stop_workers();
     throw;
   }
 }
 
 Ranks::~Ranks() {
-  for (pid_t pid : workers_) kill(pid, SIGTERM);
-  for (pid_t pid : workers_) waitpid(pid, nullptr, 0);
+  stop_workers();
+  for (const Worker& worker : workers_) std::fclose(worker.errors);
+}
+
+void Ranks::stop_workers() {
+  for (Worker& worker : workers_) {
+    if (worker.pid > 0) kill(worker.pid, SIGTERM);
+  }
+  for (Worker& worker : workers_) {
+    if (worker.pid > 0) waitpid(worker.pid, nullptr, 0);
+    worker.pid = 0;
+  }
 }
 
 bool Ranks::owns(int64_t index) const {
@@ -143,10 +176,18 @@ void Ranks::start_workers(int port, int64_t count) {
          "RANK=" + std::to_string(rank), std::string(kWorkerVariable) + "=1",
          std::string(kWorkerThreadsVariable) + "=" + std::to_string(at::get_num_threads())});
     std::vector<char*> envp = pointers_to(env);
+    std::FILE* errors = std::tmpfile();
+    TORCH_CHECK(errors != nullptr, "--workers: cannot start rank ", rank,
+                ": no temporary file for its errors: ", std::strerror(errno));
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fileno(errors), STDERR_FILENO);
     pid_t pid = 0;
-    const int error = posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data());
+    const int error = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0) std::fclose(errors);
     TORCH_CHECK(error == 0, "--workers: cannot start rank ", rank, ": ", std::strerror(error));
-    workers_.push_back(pid);
+    workers_.push_back({pid, errors});
   }
 }
 
@@ -154,12 +195,25 @@ void Ranks::wait_for_workers() {
   std::string failed;
   for (size_t i = 0; i < workers_.size(); ++i) {
     int status = 0;
-    waitpid(workers_[i], &status, 0);
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!ok && failed.empty()) failed = "rank " + std::to_string(i + 1) + " " + exit_of(status);
+    waitpid(workers_[i].pid, &status, 0);
+    workers_[i].pid = 0;
+    const std::string text = text_of(workers_[i].errors);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      std::cerr << text;  // its warnings
+    } else if (failed.empty()) {
+      failed = last_error_line(text);
+      if (failed.empty()) failed = "--workers: rank " + std::to_string(i + 1) + " " + exit_of(status);
+    }
   }
-  workers_.clear();
-  TORCH_CHECK(failed.empty(), "--workers: ", failed, " (its error is above); no output written");
+  TORCH_CHECK(failed.empty(), failed, "; no output written");
+}
+
+std::string Ranks::failure_of(const c10::Error& error) {
+  stop_workers();
+  for (const Worker& worker : workers_) {
+    if (std::string line = last_error_line(text_of(worker.errors)); !line.empty()) return line;
+  }
+  return "rank " + std::to_string(group_ ? group_->rank() : 0) + ": " + error.what_without_backtrace();
 }
 
 }  // namespace qfx::cli

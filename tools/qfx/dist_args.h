@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,15 +48,29 @@ class Ranks {
   bool writes() const { return !group_ || group_->rank() == 0; }
   /// Whether calibration or training batch `index` is this rank's.
   bool owns(int64_t index) const;
-  /// Rank 0 with local workers: waits for them; c10::Error naming the rank
-  /// when one failed.
+  /// Rank 0 with local workers: waits for them and passes on the warnings of
+  /// those that succeeded; c10::Error with the error of the first that
+  /// failed (or how it ended).
   void wait_for_workers();
+  /// The one error line a failed command reports in a group: this rank's
+  /// `error`, named by rank; or, on rank 0 with local workers, the error of a
+  /// worker that failed by itself (the cause: rank 0 then fails at the next
+  /// exchange, or hit the same error). Local workers are stopped first.
+  std::string failure_of(const c10::Error& error);
 
  private:
+  /// A local worker; what it writes to standard error goes to `errors`, an
+  /// unlinked temporary file, so that a failure is reported once.
+  struct Worker {
+    pid_t pid;
+    std::FILE* errors;
+  };
   void start_workers(int port, int64_t count);
+  /// Stops the workers still running and waits for all; their files stay.
+  void stop_workers();
 
   std::unique_ptr<dist::ProcessGroup> group_;
-  std::vector<pid_t> workers_;
+  std::vector<Worker> workers_;
 };
 
 }  // namespace qfx::cli
