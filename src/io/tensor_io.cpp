@@ -55,6 +55,12 @@ c10::IValue unpickle_torch_save(const std::vector<char>& bytes, const std::strin
   return value;
 }
 
+/// Throws: `path` is not a torch.save file qfx reads, because of `cause`.
+void not_torch_save(const std::string& path, const std::string& cause) {
+  TORCH_CHECK(false, "cannot read '", path, "': expected a torch.save file of tensors, lists or tuples (",
+              cause.substr(0, cause.find('\n')), ")");
+}
+
 }  // namespace
 
 c10::IValue load_value(const std::string& path) {
@@ -74,8 +80,9 @@ c10::IValue load_value(const std::string& path) {
   } catch (const c10::Error& e) {
     std::string cause = e.what_without_backtrace();
     if (cause.rfind("'" + path + "'", 0) == 0) throw;  // a short record, named already
-    TORCH_CHECK(false, "cannot read '", path, "': expected a torch.save file of tensors, lists or tuples (",
-                cause.substr(0, cause.find('\n')), ")");
+    not_torch_save(path, cause);
+  } catch (const std::exception& e) {  // LibTorch's unpickler indexes its memo table with at()
+    not_torch_save(path, e.what());
   }
   return value;
 }
