@@ -180,16 +180,28 @@ void write_bytes(const fs::path& path, const std::vector<char>& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-TEST(DataSource, PngChunksAreCheckedAgainstTheirCrc) {
-  fs::path root = temp_path("png_crc");
+/// A folder `name` with one class holding one grey 16x16 image, `file` (PNG
+/// or JPEG by its extension, written by stb_image_write); the image's path.
+fs::path one_image_folder(const std::string& name, const std::string& file) {
+  fs::path root = temp_path(name);
   fs::remove_all(root);
   fs::create_directories(root / "a");
   std::vector<unsigned char> pixels(16 * 16 * 3, 90);
-  const fs::path png = root / "a" / "x.png";
-  stbi_write_png(png.c_str(), 16, 16, 3, pixels.data(), 16 * 3);
+  const fs::path image = root / "a" / file;
+  if (image.extension() == ".png") {
+    stbi_write_png(image.c_str(), 16, 16, 3, pixels.data(), 16 * 3);
+  } else {
+    stbi_write_jpg(image.c_str(), 16, 16, 3, pixels.data(), 90);
+  }
+  return image;
+}
+
+TEST(DataSource, PngChunksAreCheckedAgainstTheirCrc) {
+  const fs::path png = one_image_folder("png_crc", "x.png");
+  const std::string root = png.parent_path().parent_path().string();
   io::DataOptions options;
   options.resize_size = options.crop_size = 16;
-  EXPECT_EQ(all_batches(*io::open_data(root.string(), options)).size(), 1u) << "stb_image_write's CRCs hold";
+  EXPECT_EQ(all_batches(*io::open_data(root, options)).size(), 1u) << "stb_image_write's CRCs hold";
 
   std::vector<char> bytes = file_bytes(png);
   const std::string text(bytes.begin(), bytes.end());
@@ -198,7 +210,7 @@ TEST(DataSource, PngChunksAreCheckedAgainstTheirCrc) {
   std::vector<char> flipped = bytes;
   flipped[idat + 6] ^= 0x01;  // one bit of the compressed pixels
   write_bytes(png, flipped);
-  std::string error = test::error_of([&] { all_batches(*io::open_data(root.string(), options)); });
+  std::string error = test::error_of([&] { all_batches(*io::open_data(root, options)); });
   EXPECT_NE(error.find("data item 0: image '" + png.string() + "': PNG chunk IDAT at byte " + std::to_string(idat - 4) +
                        " fails its CRC check"),
             std::string::npos)
@@ -206,22 +218,18 @@ TEST(DataSource, PngChunksAreCheckedAgainstTheirCrc) {
 
   bytes.resize(idat + 20);  // cut inside the IDAT chunk
   write_bytes(png, bytes);
-  error = test::error_of([&] { all_batches(*io::open_data(root.string(), options)); });
+  error = test::error_of([&] { all_batches(*io::open_data(root, options)); });
   EXPECT_NE(error.find("PNG chunk IDAT at byte " + std::to_string(idat - 4) + " runs past the end of the file"),
             std::string::npos)
       << error;
 }
 
 TEST(DataSource, JpegHuffmanTablesAreCheckedBeforeDecoding) {
-  fs::path root = temp_path("jpeg_dht");
-  fs::remove_all(root);
-  fs::create_directories(root / "a");
-  std::vector<unsigned char> pixels(16 * 16 * 3, 90);
-  const fs::path jpg = root / "a" / "x.jpg";
-  stbi_write_jpg(jpg.c_str(), 16, 16, 3, pixels.data(), 90);
+  const fs::path jpg = one_image_folder("jpeg_dht", "x.jpg");
+  const std::string root = jpg.parent_path().parent_path().string();
   io::DataOptions options;
   options.resize_size = options.crop_size = 16;
-  EXPECT_EQ(all_batches(*io::open_data(root.string(), options)).size(), 1u) << "stb_image_write's tables hold";
+  EXPECT_EQ(all_batches(*io::open_data(root, options)).size(), 1u) << "stb_image_write's tables hold";
 
   std::vector<char> bytes = file_bytes(jpg);
   const size_t dht = std::string(bytes.begin(), bytes.end()).find("\xFF\xC4");
@@ -231,7 +239,7 @@ TEST(DataSource, JpegHuffmanTablesAreCheckedBeforeDecoding) {
   size_t declared = 0;
   for (size_t i = 0; i < 16; ++i) declared += static_cast<unsigned char>(bytes[counts + i]);
   write_bytes(jpg, bytes);
-  std::string error = test::error_of([&] { all_batches(*io::open_data(root.string(), options)); });
+  std::string error = test::error_of([&] { all_batches(*io::open_data(root, options)); });
   EXPECT_NE(
       error.find("data item 0: image '" + jpg.string() + "': JPEG Huffman table at byte " + std::to_string(counts - 1) +
                  " declares " + std::to_string(declared) + " codes (at most 256): a corrupt file"),
