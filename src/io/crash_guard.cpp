@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <cerrno>
+#include <exception>
 #include <cstring>
 #include <string>
 #include <fcntl.h>
@@ -19,7 +20,8 @@ namespace {
 constexpr int kLoaded = 0, kThrew = 3;
 
 /// In the child: no output (the parent's own load reports), kLoaded when
-/// `load` returns, kThrew when it throws. _exit: no atexit handlers, no flushing
+/// `load` returns, kThrew when it throws (its message built, as the parent
+/// will). _exit: no atexit handlers, no flushing
 /// of the parent's buffers a second time.
 [[noreturn]] void run_child(const std::function<void()>& load) {
   int null = open("/dev/null", O_WRONLY);
@@ -30,6 +32,9 @@ constexpr int kLoaded = 0, kThrew = 3;
   int code = kLoaded;
   try {
     load();
+  } catch (const std::exception& e) {
+    (void)e.what();  // the parent reads it: a compile error's what() may unpickle debug info and abort
+    code = kThrew;
   } catch (...) {
     code = kThrew;
   }

@@ -14,7 +14,7 @@
 #define STBI_ONLY_PNG
 #define STBI_ONLY_JPEG
 #define STBI_FAILURE_USERMSG
-#include <stb/stb_image.h>
+#include "qfx_stb_image.h"  // Debian's stb/stb_image.h with a bounds check (cmake/stb_image.cmake)
 
 #include <algorithm>
 #include <cctype>
