@@ -5,8 +5,8 @@
 #include <c10/util/Exception.h>
 
 #include <cerrno>
-#include <exception>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -21,8 +21,8 @@ constexpr int kLoaded = 0, kThrew = 3;
 
 /// In the child: no output (the parent's own load reports), kLoaded when
 /// `load` returns, kThrew when it throws (its message built, as the parent
-/// will). _exit: no atexit handlers, no flushing
-/// of the parent's buffers a second time.
+/// will). _exit: no atexit handlers, no flushing of the parent's buffers a
+/// second time.
 [[noreturn]] void run_child(const std::function<void()>& load) {
   int null = open("/dev/null", O_WRONLY);
   if (null >= 0) {
