@@ -174,6 +174,8 @@ bool step(Stack& stack, Effect effect, size_t offset, std::vector<size_t>& inser
 }  // namespace
 
 void check_declared_sizes(std::string_view pickle, const std::string& what) {
+  Stack stack;
+  std::vector<size_t> inserts;
   for (size_t at = 0; at < pickle.size();) {
     const auto op = static_cast<unsigned char>(pickle[at]);
     auto r = row(op);
@@ -186,6 +188,8 @@ void check_declared_sizes(std::string_view pickle, const std::string& what) {
     TORCH_CHECK(op != 'r' || little_endian(pickle, at + 1, 4) <= pickle.size(), what, ": pickle opcode at byte ", at,
                 " stores memo entry ", little_endian(pickle, at + 1, 4), " of a ", pickle.size(),
                 "-byte pickle (a corrupt file)");
+    TORCH_CHECK(step(stack, r->effect, at, inserts), what, ": pickle opcode at byte ", at,
+                " takes more values than the pickle's stack holds (a corrupt file)");
     if (r->effect == Effect::kStop) return;
     at += 1 + *size;
   }

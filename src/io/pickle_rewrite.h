@@ -20,10 +20,11 @@ std::string expand_single_item_ops(std::string_view pickle);
 
 /// c10::Error naming `what` and the byte offset when an opcode declares a
 /// size the pickle cannot have: a string or bytes longer than what follows
-/// it, or a memo entry (LONG_BINPUT) past the pickle's length. LibTorch's
+/// it, or a memo entry (LONG_BINPUT) past the pickle's length (LibTorch's
 /// unpickler allocates either before it reads, so a few corrupt bytes would
-/// ask for gigabytes. Checked up to the first opcode the pass does not know
-/// (the unpickler then reports it).
+/// ask for gigabytes); or an opcode that pops more values than the stack
+/// holds (LibTorch's unpickler does not check, and corrupts its memory). Checked up to the first opcode the pass does
+/// not know (the unpickler then reports it).
 void check_declared_sizes(std::string_view pickle, const std::string& what);
 
 }  // namespace qfx::io::detail

@@ -53,6 +53,10 @@ TEST(Pickle, DeclaredSizesMustFitThePickle) {
         "'g.pt'");
   });
   EXPECT_NE(error.find("'g.pt': pickle opcode at byte 2 declares"), std::string::npos) << error;
+  error = test::error_of([&] { check_declared_sizes("\x80\x02NR."s, "'s.pt'"); });  // REDUCE of one value
+  EXPECT_NE(error.find("'s.pt': pickle opcode at byte 3 takes more values than the pickle's stack holds"),
+            std::string::npos)
+      << error;
   error = test::error_of([&] {  // LONG_BINPUT of entry 2^30: LibTorch would grow its memo table to 16 GiB
     check_declared_sizes("\x80\x02Nr\x00\x00\x00\x40."s, "'h.pt'");
   });
