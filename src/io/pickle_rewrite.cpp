@@ -173,15 +173,17 @@ bool step(Stack& stack, Effect effect, size_t offset, std::vector<size_t>& inser
 
 }  // namespace
 
-void check_declared_sizes(std::string_view pickle, const std::string& what) {
+std::string expand_single_item_ops(std::string_view pickle, const std::string& what) {
   Stack stack;
-  std::vector<size_t> inserts;
-  for (size_t at = 0; at < pickle.size();) {
+  std::vector<size_t> inserts;   // MARK positions
+  std::vector<size_t> rewrites;  // APPEND/SETITEM positions
+  size_t at = 0;
+  while (at < pickle.size()) {
     const auto op = static_cast<unsigned char>(pickle[at]);
     auto r = row(op);
-    if (!r) return;
+    if (!r) return std::string(pickle);
     auto size = argument_size(pickle, at + 1, *r);
-    if (!size) return;  // a truncated line or length: the unpickler reports it
+    if (!size) return std::string(pickle);  // a truncated line or length: the unpickler reports it
     const size_t follow = pickle.size() - at - 1;
     TORCH_CHECK(*size <= follow, what, ": pickle opcode at byte ", at, " declares a string or bytes longer than the ",
                 follow, " bytes that follow it (a corrupt file)");
@@ -190,21 +192,6 @@ void check_declared_sizes(std::string_view pickle, const std::string& what) {
                 "-byte pickle (a corrupt file)");
     TORCH_CHECK(step(stack, r->effect, at, inserts), what, ": pickle opcode at byte ", at,
                 " takes more values than the pickle's stack holds (a corrupt file)");
-    if (r->effect == Effect::kStop) return;
-    at += 1 + *size;
-  }
-}
-
-std::string expand_single_item_ops(std::string_view pickle) {
-  Stack stack;
-  std::vector<size_t> inserts;   // MARK positions
-  std::vector<size_t> rewrites;  // APPEND/SETITEM positions
-  size_t at = 0;
-  while (at < pickle.size()) {
-    auto r = row(static_cast<unsigned char>(pickle[at]));
-    if (!r) return std::string(pickle);
-    auto size = argument_size(pickle, at + 1, *r);
-    if (!size || !step(stack, r->effect, at, inserts)) return std::string(pickle);
     if (r->effect == Effect::kAppend || r->effect == Effect::kSetItem) rewrites.push_back(at);
     at += 1 + *size;
     if (r->effect == Effect::kStop) break;

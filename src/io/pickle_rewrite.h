@@ -7,7 +7,8 @@
 //   <dict> <key> <value> SETITEM =>  <dict> MARK <key> <value> SETITEMS
 //
 // Finding where <item> (or <key>) starts needs the byte offset at which each
-// value on the pickle stack began, so the pass simulates the stack.
+// value on the pickle stack began, so the pass simulates the stack; the same
+// walk refuses sizes and stack pops the pickle cannot have.
 
 #include <string>
 #include <string_view>
@@ -16,15 +17,13 @@ namespace qfx::io::detail {
 
 /// `pickle` with APPEND/SETITEM expanded; unchanged if it holds neither, or
 /// an opcode the pass does not know (the unpickler then reports it).
-std::string expand_single_item_ops(std::string_view pickle);
-
-/// c10::Error naming `what` and the byte offset when an opcode declares a
-/// size the pickle cannot have: a string or bytes longer than what follows
-/// it, or a memo entry (LONG_BINPUT) past the pickle's length (LibTorch's
-/// unpickler allocates either before it reads, so a few corrupt bytes would
-/// ask for gigabytes); or an opcode that pops more values than the stack
-/// holds (LibTorch's unpickler does not check, and corrupts its memory). Checked up to the first opcode the pass does
-/// not know (the unpickler then reports it).
-void check_declared_sizes(std::string_view pickle, const std::string& what);
+/// c10::Error naming `what` and the byte offset, up to such an opcode, when
+/// an opcode declares a size the pickle cannot have: a string or bytes longer
+/// than what follows it, or a memo entry (LONG_BINPUT) past the pickle's
+/// length (LibTorch's unpickler allocates either before it reads, so a few
+/// corrupt bytes would ask for gigabytes); or when it pops more values than
+/// the stack holds (LibTorch's unpickler does not check, and corrupts its
+/// memory).
+std::string expand_single_item_ops(std::string_view pickle, const std::string& what);
 
 }  // namespace qfx::io::detail

@@ -30,9 +30,8 @@ c10::IValue unpickle_torch_save(const std::vector<char>& bytes, const std::strin
   caffe2::serialize::PyTorchStreamReader archive(
       std::make_shared<detail::BoundedMemoryAdapter>(std::string_view(bytes.data(), bytes.size())));
   auto [data, size] = archive.getRecord("data.pkl");
-  const std::string_view saved(static_cast<const char*>(data.get()), size);
-  detail::check_declared_sizes(saved, what + " (data.pkl)");
-  std::string pickle = detail::expand_single_item_ops(saved);
+  std::string pickle = detail::expand_single_item_ops(std::string_view(static_cast<const char*>(data.get()), size),
+                                                      what + " (data.pkl)");
   size_t position = 0;
   auto read = [&](char* buffer, size_t n) {
     n = std::min(n, pickle.size() - position);
