@@ -124,17 +124,30 @@ struct Stack {
     starts.push_back(start);
     marks.push_back(mark);
   }
+  /// Pops `n` values; false when the stack holds fewer above its last mark
+  /// (LibTorch keeps marks apart from its stack, so there it would pop
+  /// values below the mark, or past the stack's bottom).
   bool pop(size_t n, size_t* first_start) {
-    if (starts.size() < n) return false;
+    if (starts.size() < n ||
+        std::find(marks.end() - static_cast<std::ptrdiff_t>(n), marks.end(), true) != marks.end()) {
+      return false;
+    }
+    drop(n, first_start);
+    return true;
+  }
+  /// Pops the values above the last mark, and the mark.
+  bool pop_to_mark(size_t* mark_start) {
+    auto mark = std::find(marks.rbegin(), marks.rend(), true);
+    if (mark == marks.rend()) return false;
+    drop(static_cast<size_t>(mark - marks.rbegin()) + 1, mark_start);
+    return true;
+  }
+
+ private:
+  void drop(size_t n, size_t* first_start) {
     *first_start = starts[starts.size() - n];
     starts.resize(starts.size() - n);
     marks.resize(marks.size() - n);
-    return true;
-  }
-  bool pop_to_mark(size_t* mark_start) {
-    while (!marks.empty() && !marks.back()) pop(1, mark_start);
-    if (marks.empty()) return false;
-    return pop(1, mark_start);
   }
 };
 
@@ -191,7 +204,7 @@ std::string expand_single_item_ops(std::string_view pickle, const std::string& w
                 " stores memo entry ", little_endian(pickle, at + 1, 4), " of a ", pickle.size(),
                 "-byte pickle (a corrupt file)");
     TORCH_CHECK(step(stack, r->effect, at, inserts), what, ": pickle opcode at byte ", at,
-                " takes more values than the pickle's stack holds (a corrupt file)");
+                " takes more values than the pickle's stack holds above its last MARK (a corrupt file)");
     if (r->effect == Effect::kAppend || r->effect == Effect::kSetItem) rewrites.push_back(at);
     at += 1 + *size;
     if (r->effect == Effect::kStop) break;

@@ -22,8 +22,8 @@ namespace qfx::io::detail {
 /// than what follows it, or a memo entry (LONG_BINPUT) past the pickle's
 /// length (LibTorch's unpickler allocates either before it reads, so a few
 /// corrupt bytes would ask for gigabytes); or when it pops more values than
-/// the stack holds (LibTorch's unpickler does not check, and corrupts its
-/// memory).
+/// the stack holds above its last MARK (LibTorch's unpickler does not check,
+/// and corrupts its memory).
 std::string expand_single_item_ops(std::string_view pickle, const std::string& what);
 
 }  // namespace qfx::io::detail

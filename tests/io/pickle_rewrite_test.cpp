@@ -57,6 +57,13 @@ TEST(Pickle, DeclaredSizesMustFitThePickle) {
   EXPECT_NE(error.find("'s.pt': pickle opcode at byte 3 takes more values than the pickle's stack holds"),
             std::string::npos)
       << error;
+  error = test::error_of([&] {  // TUPLE2 of a value and a MARK (Python: "unexpected MARK found")
+    expand_single_item_ops("\x80\x02N(N\x86."s, "'m.pt'");
+  });
+  EXPECT_NE(error.find("'m.pt': pickle opcode at byte 5 takes more values than the pickle's stack holds above its "
+                       "last MARK"),
+            std::string::npos)
+      << error;
   error = test::error_of([&] {  // LONG_BINPUT of entry 2^30: LibTorch would grow its memo table to 16 GiB
     expand_single_item_ops("\x80\x02Nr\x00\x00\x00\x40."s, "'h.pt'");
   });
