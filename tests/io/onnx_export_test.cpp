@@ -173,6 +173,70 @@ TEST(OnnxExportOracle, EmbeddingBagMeanWithAnEmptyBagIsLibTorchs) {
   test::keep_for_onnx("onnx_embedding_bag_mean", *gm, inputs, expected, expected, 0);
 }
 
+/// The ints of initializer `name` (an int64 tensor).
+std::vector<int64_t> int_data(const onnx::ModelProto& model, const std::string& name) {
+  const onnx::TensorProto& t = initializer(model, name);
+  std::vector<int64_t> out(t.raw_data().size() / sizeof(int64_t));
+  std::memcpy(out.data(), t.raw_data().data(), t.raw_data().size());
+  return out;
+}
+
+// Run in ONNX Runtime by the onnx_runtime check against LibTorch's own
+// indexing and shuffles.
+TEST(OnnxExportOracle, IndexingAndShufflesAreLibTorchs) {
+  using ir::Argument;
+  auto gm = std::make_unique<ir::GraphModule>();
+  ir::Graph& g = gm->graph();
+  ir::Node* x = g.placeholder("x");
+  auto index = [&](Argument::Items items) { return g.call_function("operator.getitem", {x, Argument::tuple(items)}); };
+  ir::Node* a = index({Argument::slice({}, {}, {}), Argument::slice(1, 3, {})});         // x[:, 1:3]
+  ir::Node* b = index({Argument::ellipsis(), Argument::slice({}, {}, 2), Argument()});   // x[..., ::2, None]
+  ir::Node* c = index({int64_t{1}, int64_t{-1}});                                        // x[1, -1]
+  ir::Node* d = index({Argument::slice(-4, {}, {}), Argument::ellipsis(), int64_t{0}});  // x[-4:, ..., 0]
+  ir::Node* e = g.call_function("torch.nn.functional.pixel_shuffle", {x, int64_t{2}});
+  ir::Node* f = g.call_function("torch.nn.functional.pixel_unshuffle", {x, int64_t{3}});
+  ir::Node* h = g.call_function("torch.nn.functional.channel_shuffle", {x, int64_t{2}});
+  g.output(Argument::tuple({a, b, c, d, e, f, h}));
+  std::vector<c10::IValue> inputs = {torch::arange(2 * 4 * 6 * 6, torch::kFloat).reshape({2, 4, 6, 6})};
+  c10::IValue expected = ir::Interpreter(*gm).run(inputs);
+  onnx::ModelProto model = exported(*gm, inputs);
+  EXPECT_EQ(op_types(model),
+            (std::vector<std::string>{"Slice",     "Slice",        "Unsqueeze", "Gather",    "Gather",   "Slice",
+                                      "Gather",    "DepthToSpace", "Reshape",   "Transpose", "Reshape",  "Reshape",
+                                      "Transpose", "Reshape",      "Identity",  "Identity",  "Identity", "Identity",
+                                      "Identity",  "Identity",     "Identity"}));
+  const onnx::NodeProto& slice = first_node(model, "Slice");  // x[:, 1:3]: dim 1 from 1 to 3
+  EXPECT_EQ(int_data(model, slice.input(1)), std::vector<int64_t>{1});
+  EXPECT_EQ(int_data(model, slice.input(2)), std::vector<int64_t>{3});
+  EXPECT_EQ(int_data(model, slice.input(3)), std::vector<int64_t>{1});
+  test::keep_for_onnx("onnx_indexing_and_shuffles", *gm, inputs, expected, expected, 0);
+}
+
+TEST(OnnxExport, IndexingAQuantizedTensorKeepsItsIntegersAndQParams) {
+  auto gm = std::make_unique<ir::GraphModule>();
+  ir::Graph& g = gm->graph();
+  ir::Node* q = g.call_function("torch.quantize_per_tensor", {g.placeholder("x"), 0.5, int64_t{3}, c10::kQUInt8});
+  ir::Node* row =
+      g.call_function("operator.getitem", {q, ir::Argument::tuple({int64_t{0}, ir::Argument::slice(1, {}, {})})});
+  g.output(g.call_method("dequantize", {row}));
+  onnx::ModelProto model = exported(*gm, torch::randn({2, 3}));
+  EXPECT_EQ(op_types(model),
+            (std::vector<std::string>{"QuantizeLinear", "Gather", "Slice", "DequantizeLinear", "Identity"}));
+  EXPECT_EQ(model.graph().node(3).input(1), model.graph().node(0).input(1)) << "the same scale";
+}
+
+TEST(OnnxExport, IndexingWithATensorIsAnErrorNamingTheNode) {
+  auto gm = std::make_unique<ir::GraphModule>();
+  ir::Graph& g = gm->graph();
+  g.output(g.call_function("operator.getitem", {g.placeholder("x"), g.placeholder("i")}));
+  std::string error = test::error_of([&] {
+    exported(*gm, std::vector<c10::IValue>{torch::ones({3}), torch::tensor({0, 2})});
+  });
+  EXPECT_EQ(error,
+            "ONNX export: node %getitem (call_function operator.getitem): indexing a tensor with a tensor has "
+            "no ONNX form here");
+}
+
 // Sizes and ranks known at export time are folded as Python computes them:
 // floor division and modulo round toward minus infinity.
 TEST(OnnxExport, ArithmeticOnNumbersKnownAtExportTimeIsPythons) {

@@ -49,16 +49,16 @@ Value value_of(const ir::Argument& a, const std::unordered_map<const ir::Node*, 
     case K::kString: return Value::of_constant(a.to_string());
     case K::kDtype: return Value::of_constant(static_cast<int64_t>(a.to_dtype()));
     case K::kList:
-    case K::kTuple: {
+    case K::kTuple:
+    case K::kSlice: {
       std::vector<Value> items;
       for (const ir::Argument& item : a.items()) items.push_back(value_of(item, values, node));
-      return Value::list(std::move(items));
+      return a.kind() == K::kSlice ? Value::slice(std::move(items)) : Value::list(std::move(items));
     }
+    case K::kEllipsis: return Value::ellipsis();
     default: break;
   }
-  TORCH_CHECK(false, "ONNX export: node %", node.name(),
-              ": an argument (slice, ellipsis, layout or memory format) "
-              "has no ONNX form");
+  TORCH_CHECK(false, "ONNX export: node %", node.name(), ": an argument (layout or memory format) has no ONNX form");
 }
 
 Value node_value(ExportState& state, const ir::Node& node, const std::unordered_map<const ir::Node*, Value>& values) {

@@ -249,22 +249,11 @@ Value reshape(const Context& c) {
 
 Value getitem(const Context& c) {
   const Value& x = c.arg(0);
-  if (x.kind == Kind::kList) {
-    int64_t i = c.int_of(c.arg(1));
-    if (i < 0) i += static_cast<int64_t>(x.items.size());
-    if (i < 0 || i >= static_cast<int64_t>(x.items.size())) c.fail("index out of range");
-    return x.items[i];
-  }
-  bool per_tensor = x.kind == Kind::kTensor || ((x.kind == Kind::kQuantized || x.kind == Kind::kDequantized) &&
-                                                !x.name.empty() && x.qparams.axis < 0);
-  if (per_tensor && c.arg(1).kind == Kind::kConstant && c.arg(1).constant.isInt()) {
-    // x[i] along dim 0: the same integers (and qparams) for a quantized value
-    std::string index = c.g().initializer(c.hint() + "_index", at::scalar_tensor(c.int_of(c.arg(1)), at::kLong));
-    Value item = x;
-    item.name = c.g().op("Gather", {x.name, index}, c.hint());
-    return item;
-  }
-  c.fail("indexing a tensor with slices or tensors has no ONNX form here");
+  if (x.kind != Kind::kList) return index_tensor(c, x, c.arg(1));
+  int64_t i = c.int_of(c.arg(1));
+  if (i < 0) i += static_cast<int64_t>(x.items.size());
+  if (i < 0 || i >= static_cast<int64_t>(x.items.size())) c.fail("index out of range");
+  return x.items[i];
 }
 
 /// x.mean(dim, keepdim) / torch.mean: ReduceMean (axes an attribute up to opset 17).
@@ -579,6 +568,7 @@ const std::map<std::string, Rule>& function_rules() {
          [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
     };
     rules.insert(functional_rules().begin(), functional_rules().end());
+    rules.insert(shuffle_rules().begin(), shuffle_rules().end());
     return rules;
   }();
   return kRules;

@@ -32,6 +32,8 @@ struct Value {
     kDequantized,  ///< `dequantize` of a kQuantized value: a DequantizeLinear per use
     kConstant,     ///< a value known at export time (get_attr tensors, literals)
     kList,         ///< a list or tuple of values
+    kSlice,        ///< a Python slice: items start, stop, step (each may be kNone)
+    kEllipsis,     ///< Python `...` in an index
   };
   Kind kind = Kind::kNone;
   std::string name;  ///< kTensor, kQuantized, kDequantized: the ONNX tensor
@@ -45,6 +47,8 @@ struct Value {
   }
   static Value of_constant(c10::IValue v) { return {Kind::kConstant, "", {}, std::move(v), {}}; }
   static Value list(std::vector<Value> items) { return {Kind::kList, "", {}, {}, std::move(items)}; }
+  static Value slice(std::vector<Value> items) { return {Kind::kSlice, "", {}, {}, std::move(items)}; }
+  static Value ellipsis() { return {Kind::kEllipsis, "", {}, {}, {}}; }
 };
 
 /// An attribute of an ONNX node.

@@ -141,6 +141,11 @@ std::string gelu(const Context& c, const std::string& x);
 /// offsets a product with the bags' 0/1 membership matrix.
 Value embedding_bag(const Context& c, const at::Tensor& weight, bool mean, bool include_last_offset);
 
+/// `x[index]` for a tensor `x` and an index of integers, slices, None and
+/// `...` (one, or a tuple of them) known at export time: Gather, Slice and
+/// Unsqueeze ops; a per-tensor quantized `x` keeps its qparams.
+Value index_tensor(const Context& c, const Value& x, const Value& index);
+
 /// ONNX's pads (begins, then ends) for torch's symmetric padding.
 std::vector<int64_t> both_sides(std::vector<int64_t> pads);
 
@@ -160,6 +165,8 @@ std::string hardsigmoid(const Context& c, const std::string& x);
 /// ops that make lists or change ranks: by call_function target and method name.
 const std::map<std::string, Rule>& functional_rules();
 const std::map<std::string, Rule>& functional_method_rules();
+/// pixel_shuffle, pixel_unshuffle and channel_shuffle, by call_function target.
+const std::map<std::string, Rule>& shuffle_rules();
 /// LayerNorm over the last `shape.size()` dims of `x` (weight and bias may be
 /// undefined): LayerNormalization from opset 17, else its mean/variance ops.
 Value layer_norm(const Context& c, const std::string& x, const std::vector<int64_t>& shape, at::Tensor weight,
