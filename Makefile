@@ -33,7 +33,8 @@ test: build
 # included) and UndefinedBehaviorSanitizer, -O1; any report fails the test.
 test-sanitize: deps
 	@test -f $(SANITIZE_DIR)/CMakeCache.txt || cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=None \
-	  -DCMAKE_CXX_FLAGS=-O1 -DQFX_SANITIZE=address,undefined -DQFX_TCMALLOC=OFF -DQFX_BUILD_BENCH=OFF
+	  -DCMAKE_CXX_FLAGS=-O1 -DQFX_SANITIZE=address,undefined -DQFX_TCMALLOC=OFF -DQFX_BUILD_BENCH=OFF \
+	  -DQFX_FIXTURES=$(CURDIR)/$(BUILD_DIR)/fixtures
 	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target qfx_tests qfx-cli
 	cd $(SANITIZE_DIR) && ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
