@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -140,11 +142,40 @@ Ranks::Ranks(const DistArgs& args) {
   }
   try {
     group_ = std::make_unique<dist::ProcessGroup>(*options, [&](int port) {
-      if (starts_workers) start_workers(port, args.workers);
+      if (!starts_workers) return;
+      start_workers(port, args.workers);
+      watch_ = std::thread([this] { watch_rendezvous(); });
     });
   } catch (...) {
+    end_watch();
     stop_workers();
     throw;
+  }
+  end_watch();
+}
+
+void Ranks::end_watch() {
+  joined_ = true;
+  if (watch_.joinable()) watch_.join();
+}
+
+void Ranks::watch_rendezvous() {
+  while (!joined_) {
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      siginfo_t info{};
+      if (waitid(P_PID, workers_[i].pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) continue;
+      std::string line = last_error_line(text_of(workers_[i].errors));
+      if (line.empty()) {
+        line = "--workers: rank " + std::to_string(i + 1) +
+               (info.si_code == CLD_EXITED ? " exited with status " + std::to_string(info.si_status)
+                                           : std::string(" was killed by signal ") + strsignal(info.si_status)) +
+               " before the ranks joined";
+      }
+      for (const Worker& worker : workers_) kill(worker.pid, SIGTERM);
+      std::cerr << "qfx: error: " << line << "; no output written" << std::endl;
+      _exit(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 

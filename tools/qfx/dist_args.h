@@ -9,9 +9,11 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace qfx::cli {
@@ -66,11 +68,19 @@ class Ranks {
     std::FILE* errors;
   };
   void start_workers(int port, int64_t count);
+  /// Until `joined_`: a worker that ends is reported as the command's error
+  /// and ends this process (rank 0 would otherwise wait for it until the
+  /// rendezvous times out); runs on `watch_`.
+  void watch_rendezvous();
+  /// Sets `joined_` and waits for `watch_` to end.
+  void end_watch();
   /// Stops the workers still running and waits for all; their files stay.
   void stop_workers();
 
   std::unique_ptr<dist::ProcessGroup> group_;
   std::vector<Worker> workers_;
+  std::atomic<bool> joined_{false};
+  std::thread watch_;
 };
 
 }  // namespace qfx::cli
