@@ -29,7 +29,6 @@ enum class Effect {
   kAppend,    // APPEND
   kSetItem,   // SETITEM
   kStop,
-  kUnsupported,
 };
 
 struct OpRow {
@@ -114,8 +113,6 @@ std::optional<size_t> argument_size(std::string_view p, size_t at, const OpRow& 
   return std::nullopt;
 }
 
-constexpr size_t kMarkEntry = SIZE_MAX;
-
 struct Stack {
   std::vector<size_t> starts;  // byte offset where each value began; marks hold their offset too
   std::vector<bool> marks;
@@ -179,7 +176,6 @@ bool step(Stack& stack, Effect effect, size_t offset, std::vector<size_t>& inser
       inserts.push_back(start);
       return true;
     }
-    case Effect::kUnsupported: return false;
   }
   return false;
 }

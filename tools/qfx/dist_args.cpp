@@ -87,9 +87,14 @@ std::vector<char*> pointers_to(std::vector<std::string>& strings) {
   return out;
 }
 
+/// How a process ended: killed by signal `code`, or exited with status `code`.
+std::string ending(bool killed, int code) {
+  if (killed) return std::string("was killed by signal ") + strsignal(code);
+  return "exited with status " + std::to_string(code);
+}
+
 std::string exit_of(int status) {
-  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + strsignal(WTERMSIG(status));
-  return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return WIFSIGNALED(status) ? ending(true, WTERMSIG(status)) : ending(false, WEXITSTATUS(status));
 }
 
 /// All that `file` holds, read from its start.
@@ -166,9 +171,7 @@ void Ranks::watch_rendezvous() {
       if (waitid(P_PID, workers_[i].pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) continue;
       std::string line = last_error_line(text_of(workers_[i].errors));
       if (line.empty()) {
-        line = "--workers: rank " + std::to_string(i + 1) +
-               (info.si_code == CLD_EXITED ? " exited with status " + std::to_string(info.si_status)
-                                           : std::string(" was killed by signal ") + strsignal(info.si_status)) +
+        line = "--workers: rank " + std::to_string(i + 1) + " " + ending(info.si_code != CLD_EXITED, info.si_status) +
                " before the ranks joined";
       }
       for (const Worker& worker : workers_) kill(worker.pid, SIGTERM);

@@ -17,6 +17,8 @@ namespace {
 
 using Kind = Value::Kind;
 
+constexpr const char* kTensorIndex = "indexing a tensor with a tensor has no ONNX form here";
+
 bool is_int(const Value& item) { return item.kind == Kind::kConstant && item.constant.isInt(); }
 bool takes_a_dim(const Value& item) { return item.kind == Kind::kSlice || is_int(item); }
 
@@ -67,12 +69,12 @@ Value index_tensor(const Context& c, const Value& x, const Value& index) {
       case Kind::kNone: out = c.g().op("Unsqueeze", {out, c.g().ints(c.hint() + "_axes", {axis++})}, c.hint()); break;
       case Kind::kSlice: out = slice(c, out, item, axis++); break;
       case Kind::kConstant: {
-        if (!is_int(item)) c.fail("indexing a tensor with a tensor has no ONNX form here");
+        if (!is_int(item)) c.fail(kTensorIndex);
         std::string i = c.g().initializer(c.hint() + "_index", at::scalar_tensor(c.int_of(item), at::kLong));
         out = c.g().op("Gather", {out, i}, c.hint(), {{"axis", axis}});
         break;
       }
-      default: c.fail("indexing a tensor with a tensor has no ONNX form here");
+      default: c.fail(kTensorIndex);
     }
   }
   if (x.kind == Kind::kConstant) return Value::tensor(out);
