@@ -8,6 +8,7 @@
 #include "memory_bounds.h"
 #include "zip_check.h"
 
+#include <torch/nn/module.h>
 #include <torch/script.h>
 
 #include <algorithm>

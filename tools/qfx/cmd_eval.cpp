@@ -14,6 +14,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <nlohmann/json.hpp>
 #include <torch/csrc/jit/passes/inliner.h>
