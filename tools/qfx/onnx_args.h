@@ -1,5 +1,5 @@
 #pragma once
-// The CLI's ONNX options (--format, --opset, --input-shape) and the example
+// The CLI's ONNX options (--format, --opset, --input-shape, --static-batch) and the example
 // inputs an ONNX export runs the model on, shared by `qfx quantize` and `qfx export`.
 
 #include "qfx/io/data_source.h"
@@ -19,7 +19,7 @@ struct OnnxArgs {
   io::OnnxExportOptions options;
 };
 
-/// Adds --format, --opset and --input-shape to `cmd`.
+/// Adds --format, --opset, --input-shape and --static-batch to `cmd`.
 void add_onnx_options(CLI::App& cmd, OnnxArgs& args);
 
 /// Whether `output` is written as ONNX: --format onnx, or a `.onnx` name

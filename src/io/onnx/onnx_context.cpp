@@ -79,8 +79,14 @@ double Context::double_of(const Value& v) const {
 }
 
 const std::vector<int64_t>& Context::shape_of(const ir::Node* node) const {
-  auto it = state_.shapes.find(node);
-  if (it == state_.shapes.end()) fail("the example run gave %" + node->name() + " no tensor value");
+  auto it = state_.run.shapes.find(node);
+  if (it == state_.run.shapes.end()) fail("the example run gave %" + node->name() + " no tensor value");
+  return it->second;
+}
+
+c10::ScalarType Context::dtype_of(const ir::Node* node) const {
+  auto it = state_.run.dtypes.find(node);
+  if (it == state_.run.dtypes.end()) fail("the example run gave %" + node->name() + " no tensor or number");
   return it->second;
 }
 

@@ -1,12 +1,10 @@
-// The ONNX export driver: one example run for shapes, then the graph's nodes
+// The ONNX export driver: the example runs (onnx_example.cpp), then the graph's nodes
 // top to bottom through the rule tables (onnx_rules.h), graph inputs and
 // outputs declared, ONNX's shape inference and checker, serialization.
 
 #include "qfx/io/onnx_export.h"
 
 #include "onnx_rules.h"
-
-#include "qfx/ir/interpreter.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -20,22 +18,7 @@ namespace {
 
 using onnx_export::Context;
 using onnx_export::ExportState;
-using onnx_export::NodeShapes;
 using onnx_export::Value;
-
-/// The sizes of every tensor node's value on `inputs`; the run's output in `output`.
-NodeShapes example_shapes(const ir::GraphModule& gm, const std::vector<c10::IValue>& inputs,
-                          std::unordered_map<const ir::Node*, c10::ScalarType>& dtypes, c10::IValue& output) {
-  NodeShapes shapes;
-  ir::Interpreter interpreter(gm);
-  interpreter.set_node_hook([&](const ir::Node& node, const c10::IValue& value) {
-    if (!value.isTensor()) return;
-    shapes[&node] = value.toTensor().sizes().vec();
-    dtypes[&node] = value.toTensor().scalar_type();
-  });
-  output = interpreter.run(inputs);
-  return shapes;
-}
 
 /// An IR argument as an export Value.
 Value value_of(const ir::Argument& a, const std::unordered_map<const ir::Node*, Value>& values, const ir::Node& node) {
@@ -64,6 +47,8 @@ Value value_of(const ir::Argument& a, const std::unordered_map<const ir::Node*, 
 Value node_value(ExportState& state, const ir::Node& node, const std::unordered_map<const ir::Node*, Value>& values) {
   if (node.op() == ir::Opcode::kPlaceholder) return Value::tensor(node.name());
   if (node.op() == ir::Opcode::kGetAttr) return Value::of_constant(state.gm.get_attr(node.target()));
+  auto known = state.run.known.find(&node);
+  if (known != state.run.known.end()) return Value::of_constant(known->second);
   std::vector<Value> args;
   for (const ir::Argument& a : node.args()) args.push_back(value_of(a, values, node));
   std::map<std::string, Value> kwargs;
@@ -145,9 +130,7 @@ std::string onnx_model_bytes(const ir::GraphModule& gm, const std::vector<c10::I
   TORCH_CHECK(options.opset >= kMinOnnxOpset && options.opset <= kMaxOnnxOpset, "ONNX export: opset ", options.opset,
               " is not supported: qfx writes opsets ", kMinOnnxOpset, " to ", kMaxOnnxOpset,
               " (those ONNX's checker here knows)");
-  std::unordered_map<const ir::Node*, c10::ScalarType> dtypes;
-  c10::IValue example_output;
-  NodeShapes shapes = example_shapes(gm, example_inputs, dtypes, example_output);
+  onnx_export::ExampleRun run = onnx_export::run_example(gm, example_inputs, options.dynamic_batch);
 
   onnx::ModelProto model;
   model.set_ir_version(8);
@@ -160,12 +143,11 @@ std::string onnx_model_bytes(const ir::GraphModule& gm, const std::vector<c10::I
   graph.set_name(gm.class_name());
 
   onnx_export::GraphBuilder builder(graph, options.opset);
-  ExportState state{builder, gm, shapes, {}};
+  ExportState state{builder, gm, run, {}};
   std::unordered_map<const ir::Node*, Value> values;
   for (const ir::Node* node : gm.graph().nodes()) {
     if (node->op() == ir::Opcode::kOutput) {
-      add_outputs(graph, state, *node, value_of(node->args().at(0), values, *node), example_output,
-                  options.dynamic_batch);
+      add_outputs(graph, state, *node, value_of(node->args().at(0), values, *node), run.output, options.dynamic_batch);
       break;
     }
     if (node->op() == ir::Opcode::kPlaceholder) {
@@ -173,9 +155,9 @@ std::string onnx_model_bytes(const ir::GraphModule& gm, const std::vector<c10::I
       TORCH_CHECK(declared == node->meta().end() || std::any_cast<std::string>(declared->second) == "Tensor",
                   "ONNX export: input %", node->name(), " is a ", std::any_cast<std::string>(declared->second),
                   "; ONNX inputs are tensors");
-      TORCH_CHECK(dtypes.count(node), "ONNX export: input %", node->name(), " is not a tensor");
+      TORCH_CHECK(run.shapes.count(node), "ONNX export: input %", node->name(), " is not a tensor");
       builder.fresh(node->name());
-      set_type(*graph.add_input(), dtypes.at(node), shapes.at(node), options.dynamic_batch);
+      set_type(*graph.add_input(), run.dtypes.at(node), run.shapes.at(node), options.dynamic_batch);
       graph.mutable_input(graph.input_size() - 1)->set_name(node->name());
     }
     values.emplace(node, node_value(state, *node, values));

@@ -195,6 +195,39 @@ Value repeat(const Context& c) {
   return Value::tensor(c.g().op("Tile", {c.tensor(c.arg(0)), c.g().ints(c.hint() + "_repeats", repeats)}, c.hint()));
 }
 
+/// F.pad(x, pad, mode, value): torch's pads (last dim first, begin and end
+/// for each) as ONNX's (every dim's begin, then every end); reflect and
+/// replicate are Pad's reflect and edge modes.
+Value pad(const Context& c) {
+  std::vector<int64_t> pads = c.ints_of(c.arg(1, "pad"));
+  int64_t rank = c.rank_of_arg(0);
+  if (pads.size() % 2 != 0 || static_cast<int64_t>(pads.size()) > 2 * rank) {
+    c.fail("F.pad with " + std::to_string(pads.size()) + " pads for a rank-" + std::to_string(rank) + " tensor");
+  }
+  std::vector<int64_t> onnx_pads(2 * rank, 0);
+  for (size_t i = 0; i < pads.size() / 2; ++i) {
+    int64_t dim = rank - 1 - static_cast<int64_t>(i);
+    onnx_pads[dim] = pads[2 * i];
+    onnx_pads[rank + dim] = pads[2 * i + 1];
+  }
+  const Value& mode = c.arg(2, "mode");
+  std::string torch_mode = mode.kind == Kind::kNone ? "constant" : mode.constant.toStringRef();
+  static const std::map<std::string, std::string> kModes = {
+      {"constant", "constant"}, {"reflect", "reflect"}, {"replicate", "edge"}};
+  auto onnx_mode = kModes.find(torch_mode);
+  if (onnx_mode == kModes.end()) c.fail("F.pad mode '" + torch_mode + "' has no ONNX form here");
+  std::vector<std::string> inputs = {c.tensor(c.arg(0)), c.g().ints(c.hint() + "_pads", onnx_pads)};
+  const Value& value = c.arg(3, "value");
+  if (value.kind != Kind::kNone) inputs.push_back(c.tensor(value));
+  return Value::tensor(c.g().op("Pad", inputs, c.hint(), {{"mode", onnx_mode->second}}));
+}
+
+/// x.masked_fill(mask, value): Where(mask, value, x).
+Value masked_fill(const Context& c) {
+  return Value::tensor(
+      c.g().op("Where", {c.tensor(c.arg(1, "mask")), c.tensor(c.arg(2, "value")), c.tensor(c.arg(0))}, c.hint()));
+}
+
 }  // namespace
 
 Value layer_norm(const Context& c, const std::string& x, const std::vector<int64_t>& shape, at::Tensor weight,
@@ -240,14 +273,16 @@ const std::map<std::string, Rule>& functional_rules() {
       {"torch.squeeze", squeeze},
       {"torch.chunk", chunk},
       {"torch.nn.functional.interpolate", interpolate},
+      {"torch.nn.functional.pad", pad},
+      {"torch.masked_fill", masked_fill},
   };
   return kRules;
 }
 
 const std::map<std::string, Rule>& functional_method_rules() {
   static const std::map<std::string, Rule> kRules = {
-      {"clamp", clamp}, {"unsqueeze", unsqueeze}, {"squeeze", squeeze},
-      {"chunk", chunk}, {"repeat", repeat},       {"dim", dim},
+      {"clamp", clamp}, {"unsqueeze", unsqueeze},     {"squeeze", squeeze}, {"chunk", chunk}, {"repeat", repeat},
+      {"dim", dim},     {"masked_fill", masked_fill},
   };
   return kRules;
 }

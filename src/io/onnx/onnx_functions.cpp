@@ -159,8 +159,58 @@ Value folded(const Context& c, const std::string& op_type, const c10::IValue& a,
   c.fail("no ONNX form for this op on numbers");
 }
 
+/// The dtype of a tensor operand of node `c` (argument 0, else 1): integer
+/// arithmetic (on sizes, indices) keeps its dtype; float otherwise.
+c10::ScalarType operand_dtype(const Context& c) {
+  for (size_t i = 0; i < 2 && i < c.node().args().size(); ++i) {
+    if (c.node().args()[i].is_node()) return c.dtype_of(c.node().args()[i].to_node());
+  }
+  return at::kFloat;
+}
+
+/// The ONNX tensor of operand `v` of an op on `dtype` values: a number as a
+/// scalar of that dtype when it is an integer type, else Context::tensor.
+std::string operand(const Context& c, const Value& v, c10::ScalarType dtype) {
+  if (is_number(v) && c10::isIntegralType(dtype, true)) {
+    return c.g().initializer(c.hint() + "_scalar", at::scalar_tensor(v.constant.toScalar(), dtype));
+  }
+  return c.tensor(v);
+}
+
+/// Python's `a % b` and `a // b` on tensors, as ATen computes them: ONNX's
+/// integer Mod has Python's sign rule, and floor division of integers is
+/// (a - a % b) / b. On floats from the exact C fmod: the remainder moved
+/// into b's sign (fmod + b), the quotient (a - fmod) / b less one there,
+/// floored and rounded up when more than 0.5 below (ATen's div_floor).
+std::string floor_op(const Context& c, const std::string& op_type, const std::string& a, const std::string& b,
+                     bool integral) {
+  const std::string& h = c.hint();
+  bool mod_only = op_type == "Mod";
+  if (integral) {
+    std::string mod = c.g().op("Mod", {a, b}, mod_only ? h : h + "_mod", {{"fmod", int64_t{0}}});
+    return mod_only ? mod : c.g().op("Div", {c.g().op("Sub", {a, mod}, h + "_multiple"), b}, h);
+  }
+  auto scalar = [&](const char* name, float v) { return c.g().initializer(h + name, at::scalar_tensor(v)); };
+  std::string zero = scalar("_zero", 0.0f);
+  std::string fmod = c.g().op("Mod", {a, b}, h + "_fmod", {{"fmod", int64_t{1}}});
+  std::string signs = c.g().op(
+      "Xor", {c.g().op("Less", {b, zero}, h + "_b_negative"), c.g().op("Less", {fmod, zero}, h + "_fmod_negative")},
+      h + "_signs_differ");
+  std::string nonzero = c.g().op("Not", {c.g().op("Equal", {fmod, zero}, h + "_fmod_zero")}, h + "_fmod_nonzero");
+  std::string moved = c.g().op("And", {nonzero, signs}, h + "_moved");
+  if (mod_only) return c.g().op("Where", {moved, c.g().op("Add", {fmod, b}, h + "_shifted"), fmod}, h);
+  std::string one = scalar("_one", 1.0f);
+  std::string exact = c.g().op("Div", {c.g().op("Sub", {a, fmod}, h + "_multiple"), b}, h + "_exact");
+  std::string div = c.g().op("Where", {moved, c.g().op("Sub", {exact, one}, h + "_less"), exact}, h + "_div");
+  std::string floor = c.g().op("Floor", {div}, h + "_floor");
+  std::string up =
+      c.g().op("Greater", {c.g().op("Sub", {div, floor}, h + "_fraction"), scalar("_half", 0.5f)}, h + "_up");
+  return c.g().op("Where", {up, c.g().op("Add", {floor, one}, h + "_ceil"), floor}, h);
+}
+
 /// `a op b`: folded when both are numbers known at export time, else the
-/// ONNX op (comparisons give bool tensors; NotEqual is Not(Equal)).
+/// ONNX op (comparisons give bool tensors; NotEqual is Not(Equal)); `/` of
+/// integers divides their float values, as Python and torch do.
 Rule binary(const std::string& op_type) {
   return [op_type](const Context& c) {
     const Value& alpha = c.arg(2, "alpha");
@@ -168,12 +218,20 @@ Rule binary(const std::string& op_type) {
     const Value& a = c.arg(0);
     const Value& b = c.arg(1, "other");
     if (is_number(a) && is_number(b)) return folded(c, op_type, a.constant, b.constant);
-    if (op_type == "Mod" || op_type == "FloorDiv") c.fail("% and // of tensors have no ONNX form here");
+    c10::ScalarType dtype = operand_dtype(c);
+    bool integral = c10::isIntegralType(dtype, true);
+    std::string x = operand(c, a, dtype), y = operand(c, b, dtype);
+    if (op_type == "Mod" || op_type == "FloorDiv") return Value::tensor(floor_op(c, op_type, x, y, integral));
+    if (op_type == "Div" && integral) {
+      std::vector<Attr> to_float = {{"to", int64_t{onnx::TensorProto::FLOAT}}};
+      x = c.g().op("Cast", {x}, c.hint() + "_a", to_float);
+      y = c.g().op("Cast", {y}, c.hint() + "_b", to_float);
+    }
     if (op_type == "NotEqual") {
-      std::string equal = c.g().op("Equal", {c.tensor(a), c.tensor(b)}, c.hint() + "_equal");
+      std::string equal = c.g().op("Equal", {x, y}, c.hint() + "_equal");
       return Value::tensor(c.g().op("Not", {equal}, c.hint()));
     }
-    return Value::tensor(c.g().op(op_type, {c.tensor(a), c.tensor(b)}, c.hint()));
+    return Value::tensor(c.g().op(op_type, {x, y}, c.hint()));
   };
 }
 
@@ -263,6 +321,17 @@ Value mean(const Context& c) {
   std::vector<Attr> attrs = {{"keepdims", int64_t{keep.kind == Kind::kNone ? 0 : c.int_of(keep)}}};
   if (dim.kind != Kind::kNone) attrs.push_back({"axes", c.ints_of(dim)});
   return Value::tensor(c.g().op("ReduceMean", {c.tensor(c.arg(0))}, c.hint(), attrs));
+}
+
+/// x.sum(dim, keepdim) / torch.sum: ReduceSum (axes an input from opset 13).
+Value sum(const Context& c) {
+  if (c.arg(3, "dtype").kind != Kind::kNone) c.fail("sum with a dtype has no ONNX form here");
+  const Value& dim = c.arg(1, "dim");
+  const Value& keep = c.arg(2, "keepdim");
+  std::vector<std::string> inputs = {c.tensor(c.arg(0))};
+  if (dim.kind != Kind::kNone) inputs.push_back(c.g().ints(c.hint() + "_axes", c.ints_of(dim)));
+  return Value::tensor(
+      c.g().op("ReduceSum", inputs, c.hint(), {{"keepdims", int64_t{keep.kind == Kind::kNone ? 0 : c.int_of(keep)}}}));
 }
 
 Value softmax_rule(const Context& c) { return softmax(c, c.int_of(c.arg(1, "dim"))); }
@@ -519,6 +588,7 @@ const std::map<std::string, Rule>& function_rules() {
         {"torch.flatten", flatten_rule},
         {"torch.reshape", reshape},
         {"torch.mean", mean},
+        {"torch.sum", sum},
         {"torch.transpose", transpose},
         {"torch.permute", permute},
         {"torch.softmax", softmax_rule},
@@ -591,6 +661,7 @@ const std::map<std::string, Rule>& method_rules() {
         {"reshape", reshape},
         {"size", size},
         {"mean", mean},
+        {"sum", sum},
         {"transpose", transpose},
         {"permute", permute},
         {"softmax", softmax_rule},
@@ -603,6 +674,7 @@ const std::map<std::string, Rule>& method_rules() {
         {"clone", pass_through},
     };
     rules.insert(functional_method_rules().begin(), functional_method_rules().end());
+    rules.insert(shuffle_method_rules().begin(), shuffle_method_rules().end());
     return rules;
   }();
   return kRules;

@@ -32,11 +32,29 @@ namespace qfx::io::onnx_export {
 /// extents) when it is a tensor.
 using NodeShapes = std::unordered_map<const ir::Node*, std::vector<int64_t>>;
 
+/// What the example runs tell the export about the graph's nodes.
+struct ExampleRun {
+  NodeShapes shapes;  ///< each tensor value's sizes on the example input
+  /// The dtype of each value the export holds as a tensor: a tensor's own,
+  /// int64 for a Python int (a size), float for a float, bool for a bool.
+  std::unordered_map<const ir::Node*, c10::ScalarType> dtypes;
+  /// Values known at export time, written as constants: get_attr, and
+  /// functions and methods (not quantize or dequantize) of known values or
+  /// of sizes (x.size(), x.dim(), x.numel(), x.shape) that come out the
+  /// same with one more batch row (with a symbolic batch).
+  std::unordered_map<const ir::Node*, c10::IValue> known;
+  c10::IValue output;  ///< the model's output on the example input
+};
+
+/// Runs `gm` on `inputs`, and with `dynamic_batch` again with one more batch
+/// row (no size is known when that run fails); c10::Error when the first fails.
+ExampleRun run_example(const ir::GraphModule& gm, const std::vector<c10::IValue>& inputs, bool dynamic_batch);
+
 /// State shared by all nodes of one export.
 struct ExportState {
   GraphBuilder& graph;
   const ir::GraphModule& gm;
-  const NodeShapes& shapes;
+  const ExampleRun& run;
   /// Initializers made from a LibTorch tensor, by its data, dtype and sizes,
   /// so a weight used twice is stored once; each with the tensor, kept alive
   /// so that its address is not reused by another one during the export.
@@ -75,6 +93,8 @@ class Context {
   /// The sizes of the node's output or of input node `input` in the example run.
   const std::vector<int64_t>& shape() const { return shape_of(&node_); }
   const std::vector<int64_t>& shape_of(const ir::Node* node) const;
+  /// The dtype of node `node`'s value in the example run (ExampleRun::dtypes).
+  c10::ScalarType dtype_of(const ir::Node* node) const;
   /// The rank of argument `index` (a node) in the example run.
   int64_t rank_of_arg(size_t index) const;
 
@@ -165,8 +185,10 @@ std::string hardsigmoid(const Context& c, const std::string& x);
 /// ops that make lists or change ranks: by call_function target and method name.
 const std::map<std::string, Rule>& functional_rules();
 const std::map<std::string, Rule>& functional_method_rules();
-/// pixel_shuffle, pixel_unshuffle and channel_shuffle, by call_function target.
+/// pixel_shuffle, pixel_unshuffle, channel_shuffle, roll, narrow and
+/// repeat_interleave: by call_function target and method name.
 const std::map<std::string, Rule>& shuffle_rules();
+const std::map<std::string, Rule>& shuffle_method_rules();
 /// LayerNorm over the last `shape.size()` dims of `x` (weight and bias may be
 /// undefined): LayerNormalization from opset 17, else its mean/variance ops.
 Value layer_norm(const Context& c, const std::string& x, const std::vector<int64_t>& shape, at::Tensor weight,

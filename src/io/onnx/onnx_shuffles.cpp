@@ -1,8 +1,10 @@
-// The ONNX forms of the ops that move channels and pixels without changing
-// them: pixel_shuffle (DepthToSpace in CRD order), pixel_unshuffle and
+// The ONNX forms of the ops that move elements without changing them:
+// pixel_shuffle (DepthToSpace in CRD order), pixel_unshuffle and
 // channel_shuffle (a Reshape that splits dims, a Transpose, a Reshape that
-// joins them). The split shapes come from the example run; a leading 0
-// copies the batch dim, so the batch stays dynamic.
+// joins them), roll (two Slices swapped by a Concat), narrow (a Slice) and
+// repeat_interleave (Unsqueeze, Tile, Reshape). Shapes come from the example
+// run; a leading 0 in a Reshape copies the batch dim, so the batch stays
+// symbolic, and an op that would need the batch's size is an error.
 
 #include "onnx_rules.h"
 
@@ -10,6 +12,8 @@
 
 namespace qfx::io::onnx_export {
 namespace {
+
+using Kind = Value::Kind;
 
 /// Argument 0 reshaped to `split` (its batch dim copied), transposed by
 /// `perm`, then reshaped to `joined` (its batch dim copied).
@@ -56,13 +60,92 @@ Value channel_shuffle(const Context& c) {
   return split_transpose_join(c, split, perm, s);
 }
 
+/// Dim `dim` of argument 0 (negative from the end), which must not be the batch.
+int64_t fixed_dim(const Context& c, int64_t dim, const char* op) {
+  int64_t rank = c.rank_of_arg(0);
+  if (dim < -rank || dim >= rank)
+    c.fail(std::string(op) + " of dim " + std::to_string(dim) + " of a rank-" + std::to_string(rank) + " tensor");
+  if (dim < 0) dim += rank;
+  if (dim == 0) c.fail(std::string(op) + " along dim 0, the symbolic batch, has no ONNX form here");
+  return dim;
+}
+
+/// `x[start:end]` along `axis` of ONNX tensor `x`.
+std::string slice(const Context& c, const std::string& x, int64_t start, int64_t end, int64_t axis,
+                  const std::string& name) {
+  return c.g().op(
+      "Slice",
+      {x, c.g().ints(name + "_starts", {start}), c.g().ints(name + "_ends", {end}), c.g().ints(name + "_axes", {axis})},
+      name);
+}
+
+/// torch.roll(x, shifts, dims): per dim, its last `shift` elements moved to the front.
+Value roll(const Context& c) {
+  const Value& dims = c.arg(2, "dims");
+  if (dims.kind == Kind::kNone) c.fail("torch.roll without dims (of the flattened tensor) has no ONNX form here");
+  std::vector<int64_t> shifts = c.ints_of(c.arg(1, "shifts")), axes = c.ints_of(dims);
+  if (shifts.size() != axes.size()) c.fail("torch.roll with a different number of shifts and dims");
+  const std::vector<int64_t>& shape = c.shape_of(c.node().args()[0].to_node());
+  std::string x = c.tensor(c.arg(0));
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = fixed_dim(c, axes[i], "torch.roll"), n = shape[axis];
+    int64_t shift = n == 0 ? 0 : ((shifts[i] % n) + n) % n;
+    if (shift == 0) continue;
+    std::string h = c.hint() + "_" + std::to_string(axis);
+    std::string tail = slice(c, x, n - shift, n, axis, h + "_tail");
+    std::string head = slice(c, x, 0, n - shift, axis, h + "_head");
+    x = c.g().op("Concat", {tail, head}, i + 1 == axes.size() ? c.hint() : h, {{"axis", axis}});
+  }
+  return Value::tensor(x);
+}
+
+/// x.narrow(dim, start, length).
+Value narrow(const Context& c) {
+  int64_t axis = fixed_dim(c, c.int_of(c.arg(1, "dim")), "narrow");
+  int64_t start = c.int_of(c.arg(2, "start")), length = c.int_of(c.arg(3, "length"));
+  if (start < 0) start += c.shape_of(c.node().args()[0].to_node())[axis];
+  return Value::tensor(slice(c, c.tensor(c.arg(0)), start, start + length, axis, c.hint()));
+}
+
+/// x.repeat_interleave(repeats, dim) for an integer `repeats`: each element
+/// of dim `dim` repeated in place.
+Value repeat_interleave(const Context& c) {
+  const Value& dim = c.arg(2, "dim");
+  if (dim.kind == Kind::kNone) c.fail("repeat_interleave without dim (of the flattened tensor) has no ONNX form here");
+  const Value& repeats = c.arg(1, "repeats");
+  if (repeats.kind != Kind::kConstant || !repeats.constant.isInt()) {
+    c.fail("repeat_interleave with repeats per element (a tensor) has no ONNX form here");
+  }
+  int64_t axis = fixed_dim(c, c.int_of(dim), "repeat_interleave");
+  const std::string& h = c.hint();
+  std::string x = c.g().op("Unsqueeze", {c.tensor(c.arg(0)), c.g().ints(h + "_axes", {axis + 1})}, h + "_unsqueezed");
+  std::vector<int64_t> tiles(static_cast<size_t>(c.rank_of_arg(0)) + 1, 1);
+  tiles[axis + 1] = repeats.constant.toInt();
+  std::string tiled = c.g().op("Tile", {x, c.g().ints(h + "_repeats", tiles)}, h + "_tiled");
+  std::vector<int64_t> shape = c.shape();
+  shape[0] = 0;
+  return Value::tensor(c.g().op("Reshape", {tiled, c.g().ints(h + "_shape", shape)}, h));
+}
+
 }  // namespace
+
+const std::map<std::string, Rule>& shuffle_method_rules() {
+  static const std::map<std::string, Rule> kRules = {
+      {"roll", roll},
+      {"narrow", narrow},
+      {"repeat_interleave", repeat_interleave},
+  };
+  return kRules;
+}
 
 const std::map<std::string, Rule>& shuffle_rules() {
   static const std::map<std::string, Rule> kRules = {
       {"torch.nn.functional.pixel_shuffle", pixel_shuffle},
       {"torch.nn.functional.pixel_unshuffle", pixel_unshuffle},
       {"torch.nn.functional.channel_shuffle", channel_shuffle},
+      {"torch.roll", roll},
+      {"torch.narrow", narrow},
+      {"torch.repeat_interleave", repeat_interleave},
   };
   return kRules;
 }
