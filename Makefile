@@ -13,7 +13,7 @@ FUZZ_DIR ?= build-fuzz
 SECONDS ?= 60
 FUZZ_TARGETS ?=
 
-.PHONY: all deps configure build test test-sanitize fuzz fuzz-merge demo clean
+.PHONY: all deps configure build test sanitize-build test-sanitize fuzz fuzz-merge demo clean
 
 all: build
 
@@ -31,11 +31,14 @@ test: build
 
 # The unit and CLI tests on a build with AddressSanitizer (LeakSanitizer
 # included) and UndefinedBehaviorSanitizer, -O1; any report fails the test.
-test-sanitize: deps
+# They read the oracle fixtures `make test` made in $(BUILD_DIR).
+sanitize-build: deps
 	@test -f $(SANITIZE_DIR)/CMakeCache.txt || cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=None \
 	  -DCMAKE_CXX_FLAGS=-O1 -DQFX_SANITIZE=address,undefined -DQFX_TCMALLOC=OFF -DQFX_BUILD_BENCH=OFF \
 	  -DQFX_FIXTURES=$(CURDIR)/$(BUILD_DIR)/fixtures
 	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target qfx_tests qfx-cli
+
+test-sanitize: sanitize-build
 	cd $(SANITIZE_DIR) && ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/sanitize/ubsan.supp ctest --output-on-failure -j $(JOBS) -R '$(SANITIZE_TESTS)'

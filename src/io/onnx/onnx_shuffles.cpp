@@ -70,6 +70,12 @@ int64_t fixed_dim(const Context& c, int64_t dim, const char* op) {
   return dim;
 }
 
+/// The example run's sizes of argument 0 (an error naming the node when it is no node).
+const std::vector<int64_t>& shape_of_arg0(const Context& c) {
+  c.rank_of_arg(0);
+  return c.shape_of(c.node().args()[0].to_node());
+}
+
 /// `x[start:end]` along `axis` of ONNX tensor `x`.
 std::string slice(const Context& c, const std::string& x, int64_t start, int64_t end, int64_t axis,
                   const std::string& name) {
@@ -85,7 +91,7 @@ Value roll(const Context& c) {
   if (dims.kind == Kind::kNone) c.fail("torch.roll without dims (of the flattened tensor) has no ONNX form here");
   std::vector<int64_t> shifts = c.ints_of(c.arg(1, "shifts")), axes = c.ints_of(dims);
   if (shifts.size() != axes.size()) c.fail("torch.roll with a different number of shifts and dims");
-  const std::vector<int64_t>& shape = c.shape_of(c.node().args()[0].to_node());
+  const std::vector<int64_t>& shape = shape_of_arg0(c);
   std::string x = c.tensor(c.arg(0));
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t axis = fixed_dim(c, axes[i], "torch.roll"), n = shape[axis];
@@ -103,7 +109,7 @@ Value roll(const Context& c) {
 Value narrow(const Context& c) {
   int64_t axis = fixed_dim(c, c.int_of(c.arg(1, "dim")), "narrow");
   int64_t start = c.int_of(c.arg(2, "start")), length = c.int_of(c.arg(3, "length"));
-  if (start < 0) start += c.shape_of(c.node().args()[0].to_node())[axis];
+  if (start < 0) start += shape_of_arg0(c)[axis];
   return Value::tensor(slice(c, c.tensor(c.arg(0)), start, start + length, axis, c.hint()));
 }
 
