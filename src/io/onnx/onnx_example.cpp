@@ -49,14 +49,6 @@ bool creates_from_sizes(const ir::Node& node) {
          (node.target() == "new_zeros" || node.target() == "new_ones" || node.target() == "new_full");
 }
 
-void add_input_nodes(const ir::Argument& a, std::vector<const ir::Node*>& out) {
-  if (a.is_node()) out.push_back(a.to_node());
-  if (a.kind() == ir::Argument::Kind::kList || a.kind() == ir::Argument::Kind::kTuple ||
-      a.kind() == ir::Argument::Kind::kSlice) {
-    for (const ir::Argument& item : a.items()) add_input_nodes(item, out);
-  }
-}
-
 /// Whether `node` may be known at export time, given the nodes known so far:
 /// get_attr, and a function or method (not a quantize/dequantize) that reads
 /// sizes or whose inputs are all known (but for the tensor a new_zeros is
@@ -66,11 +58,10 @@ bool may_be_known(const ir::Node& node, const std::unordered_map<const ir::Node*
   if (node.op() != ir::Opcode::kCallFunction && node.op() != ir::Opcode::kCallMethod) return false;
   if (kept_targets().count(node.target())) return false;
   if (reads_sizes(node)) return true;
-  std::vector<const ir::Node*> inputs;
-  for (size_t i = creates_from_sizes(node) ? 1 : 0; i < node.args().size(); ++i)
-    add_input_nodes(node.args()[i], inputs);
-  for (const auto& [key, a] : node.kwargs()) add_input_nodes(a, inputs);
-  return std::all_of(inputs.begin(), inputs.end(), [&](const ir::Node* n) { return known.count(n) > 0; });
+  bool on_self = creates_from_sizes(node) && !node.args().empty() && node.args()[0].is_node();
+  const ir::Node* self = on_self ? node.args()[0].to_node() : nullptr;
+  std::vector<ir::Node*> inputs = node.input_nodes();
+  return std::all_of(inputs.begin(), inputs.end(), [&](const ir::Node* n) { return n == self || known.count(n) > 0; });
 }
 
 /// Whether two runs' values are the same (tensors by sizes, dtype and elements).
