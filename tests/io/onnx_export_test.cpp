@@ -288,6 +288,7 @@ TEST(OnnxExportOracle, MovesPadsAndFloorArithmeticAreLibTorchs) {
       as_float(g.call_function("operator.mod", {t, int64_t{3}})),
       as_float(g.call_function("operator.floordiv", {t, int64_t{-4}})),
       as_float(g.call_function("operator.mod", {int64_t{-7}, t})),
+      as_float(g.call_method("masked_fill", {t, g.call_function("operator.lt", {t, int64_t{0}}), int64_t{7}})),
       // float ulps apart from ATen's upsample (see check_onnx_runtime.js, ROUNDING)
       g.call_function("torch.nn.functional.interpolate",
                       {x, ints({9, 11}), Argument(), std::string("bilinear"), false}),

@@ -195,6 +195,12 @@ Value repeat(const Context& c) {
   return Value::tensor(c.g().op("Tile", {c.tensor(c.arg(0)), c.g().ints(c.hint() + "_repeats", repeats)}, c.hint()));
 }
 
+/// Argument 0's node (an error naming the node when it is no node).
+const ir::Node* input_node(const Context& c) {
+  c.rank_of_arg(0);
+  return c.node().args()[0].to_node();
+}
+
 /// F.pad(x, pad, mode, value): torch's pads (last dim first, begin and end
 /// for each) as ONNX's (every dim's begin, then every end); reflect and
 /// replicate are Pad's reflect and edge modes.
@@ -222,10 +228,14 @@ Value pad(const Context& c) {
   return Value::tensor(c.g().op("Pad", inputs, c.hint(), {{"mode", onnx_mode->second}}));
 }
 
-/// x.masked_fill(mask, value): Where(mask, value, x).
+/// x.masked_fill(mask, value): Where(mask, value, x); a number value in x's dtype.
 Value masked_fill(const Context& c) {
-  return Value::tensor(
-      c.g().op("Where", {c.tensor(c.arg(1, "mask")), c.tensor(c.arg(2, "value")), c.tensor(c.arg(0))}, c.hint()));
+  const Value& value = c.arg(2, "value");
+  bool number = value.kind == Kind::kConstant && !value.constant.isTensor();
+  std::string fill = number ? c.g().initializer(c.hint() + "_value",
+                                                at::scalar_tensor(value.constant.toScalar(), c.dtype_of(input_node(c))))
+                            : c.tensor(value);
+  return Value::tensor(c.g().op("Where", {c.tensor(c.arg(1, "mask")), fill, c.tensor(c.arg(0))}, c.hint()));
 }
 
 }  // namespace
