@@ -90,10 +90,10 @@ c10::ScalarType Context::dtype_of(const ir::Node* node) const {
   return it->second;
 }
 
-int64_t Context::rank_of_arg(size_t index) const {
+const ir::Node* Context::arg_node(size_t index) const {
   if (index >= node_.args().size() || !node_.args()[index].is_node())
     fail("argument " + std::to_string(index) + " is not a node");
-  return static_cast<int64_t>(shape_of(node_.args()[index].to_node()).size());
+  return node_.args()[index].to_node();
 }
 
 }  // namespace qfx::io::onnx_export

@@ -89,7 +89,7 @@ Value squeeze(const Context& c) {
 
 /// x.chunk(chunks, dim): Split into the sizes torch.chunk gives on the example run's sizes.
 Value chunk(const Context& c) {
-  const std::vector<int64_t>& shape = c.shape_of(c.node().args()[0].to_node());
+  const std::vector<int64_t>& shape = c.shape_of_arg(0);
   int64_t rank = static_cast<int64_t>(shape.size());
   int64_t dim = normalized_dim(c, int_or(c, c.arg(2, "dim"), 0), rank);
   int64_t chunks = c.int_of(c.arg(1, "chunks"));
@@ -127,7 +127,7 @@ Value functional_layer_norm(const Context& c) {
 Value functional_instance_norm(const Context& c) {
   if (int_or(c, c.arg(5, "use_input_stats"), 1) == 0)
     c.fail("instance_norm on running statistics has no ONNX form here");
-  int64_t channels = c.shape_of(c.node().args()[0].to_node()).at(1);
+  int64_t channels = c.shape_of_arg(0).at(1);
   return instance_norm(c, c.tensor(c.arg(0)), channels, optional_tensor(c, c.arg(3, "weight")),
                        optional_tensor(c, c.arg(4, "bias")), eps_or_default(c, c.arg(7, "eps")));
 }
@@ -195,12 +195,6 @@ Value repeat(const Context& c) {
   return Value::tensor(c.g().op("Tile", {c.tensor(c.arg(0)), c.g().ints(c.hint() + "_repeats", repeats)}, c.hint()));
 }
 
-/// Argument 0's node (an error naming the node when it is no node).
-const ir::Node* input_node(const Context& c) {
-  c.rank_of_arg(0);
-  return c.node().args()[0].to_node();
-}
-
 /// F.pad(x, pad, mode, value): torch's pads (last dim first, begin and end
 /// for each) as ONNX's (every dim's begin, then every end); reflect and
 /// replicate are Pad's reflect and edge modes.
@@ -233,7 +227,7 @@ Value masked_fill(const Context& c) {
   const Value& value = c.arg(2, "value");
   bool number = value.kind == Kind::kConstant && !value.constant.isTensor();
   std::string fill = number ? c.g().initializer(c.hint() + "_value",
-                                                at::scalar_tensor(value.constant.toScalar(), c.dtype_of(input_node(c))))
+                                                at::scalar_tensor(value.constant.toScalar(), c.dtype_of(c.arg_node(0))))
                             : c.tensor(value);
   return Value::tensor(c.g().op("Where", {c.tensor(c.arg(1, "mask")), fill, c.tensor(c.arg(0))}, c.hint()));
 }

@@ -420,7 +420,7 @@ Value flatten(const Context& c, int64_t start, int64_t end) {
   if (start == 1 && end == rank - 1) return Value::tensor(c.g().op("Flatten", {x}, c.hint(), {{"axis", int64_t{1}}}));
   std::vector<int64_t> shape(start, 0);
   shape.push_back(-1);
-  const std::vector<int64_t>& in = c.shape_of(c.node().args()[0].to_node());
+  const std::vector<int64_t>& in = c.shape_of_arg(0);
   shape.insert(shape.end(), in.begin() + end + 1, in.end());
   return Value::tensor(c.g().op("Reshape", {x, c.g().ints(c.hint() + "_shape", shape)}, c.hint()));
 }
@@ -550,7 +550,7 @@ Value uneven_adaptive_avg_pool(const Context& c, const std::vector<int64_t>& in,
 /// AveragePool with the kernel the example run's sizes give when they
 /// divide, else averaging matrices.
 Value adaptive_avg_pool(const Context& c, std::vector<int64_t> out) {
-  const std::vector<int64_t>& in = c.shape_of(c.node().args()[0].to_node());
+  const std::vector<int64_t>& in = c.shape_of_arg(0);
   size_t n = in.size() - 2;
   if (out.size() == 1 && n > 1) out.assign(n, out[0]);
   if (std::all_of(out.begin(), out.end(), [](int64_t v) { return v == 1; })) return unary(c, "GlobalAveragePool");

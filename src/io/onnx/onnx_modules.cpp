@@ -163,7 +163,7 @@ template <typename Impl>
 Value instance_norm_module(const Context& c, const torch::nn::Module& m) {
   const auto& in = as<Impl>(m);
   if (in.options.track_running_stats()) c.fail("InstanceNorm with running statistics has no ONNX form here");
-  int64_t n = c.shape_of(c.node().args()[0].to_node()).at(1);  // an imported module without affine says 0
+  int64_t n = c.shape_of_arg(0).at(1);  // an imported module without affine says 0
   return instance_norm(c, c.tensor(c.arg(0)), n, present(in.weight) ? in.weight : at::Tensor(),
                        present(in.bias) ? in.bias : at::Tensor(), in.options.eps());
 }

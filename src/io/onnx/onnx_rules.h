@@ -95,8 +95,11 @@ class Context {
   const std::vector<int64_t>& shape_of(const ir::Node* node) const;
   /// The dtype of node `node`'s value in the example run (ExampleRun::dtypes).
   c10::ScalarType dtype_of(const ir::Node* node) const;
-  /// The rank of argument `index` (a node) in the example run.
-  int64_t rank_of_arg(size_t index) const;
+  /// Argument `index`'s node; c10::Error naming the node when it is no node.
+  const ir::Node* arg_node(size_t index) const;
+  /// The sizes and the rank of argument `index` (a node) in the example run.
+  const std::vector<int64_t>& shape_of_arg(size_t index) const { return shape_of(arg_node(index)); }
+  int64_t rank_of_arg(size_t index) const { return static_cast<int64_t>(shape_of_arg(index).size()); }
 
   /// c10::Error "ONNX export: node %name (target): what".
   [[noreturn]] void fail(const std::string& what) const;

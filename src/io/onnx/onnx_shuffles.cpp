@@ -30,7 +30,7 @@ Value split_transpose_join(const Context& c, std::vector<int64_t> split, const s
 const std::vector<int64_t>& image_shape(const Context& c) {
   if (c.rank_of_arg(0) != 4)
     c.fail("a " + std::to_string(c.rank_of_arg(0)) + "-d input (ONNX's form is for [N, C, H, W])");
-  return c.shape_of(c.node().args()[0].to_node());
+  return c.shape_of_arg(0);
 }
 
 /// [N, C r^2, H, W] -> [N, C, H r, W r].
@@ -51,7 +51,7 @@ Value pixel_unshuffle(const Context& c) {
 /// [N, C, ...] with C = g k -> channel i k + j moves to j g + i.
 Value channel_shuffle(const Context& c) {
   if (c.rank_of_arg(0) < 3) c.fail("channel_shuffle of a tensor of rank below 3");
-  std::vector<int64_t> s = c.shape_of(c.node().args()[0].to_node());
+  std::vector<int64_t> s = c.shape_of_arg(0);
   int64_t g = c.int_of(c.arg(1, "groups"));
   std::vector<int64_t> split = {s[0], g, s[1] / g};
   split.insert(split.end(), s.begin() + 2, s.end());
@@ -70,12 +70,6 @@ int64_t fixed_dim(const Context& c, int64_t dim, const char* op) {
   return dim;
 }
 
-/// The example run's sizes of argument 0 (an error naming the node when it is no node).
-const std::vector<int64_t>& shape_of_arg0(const Context& c) {
-  c.rank_of_arg(0);
-  return c.shape_of(c.node().args()[0].to_node());
-}
-
 /// `x[start:end]` along `axis` of ONNX tensor `x`.
 std::string slice(const Context& c, const std::string& x, int64_t start, int64_t end, int64_t axis,
                   const std::string& name) {
@@ -91,7 +85,7 @@ Value roll(const Context& c) {
   if (dims.kind == Kind::kNone) c.fail("torch.roll without dims (of the flattened tensor) has no ONNX form here");
   std::vector<int64_t> shifts = c.ints_of(c.arg(1, "shifts")), axes = c.ints_of(dims);
   if (shifts.size() != axes.size()) c.fail("torch.roll with a different number of shifts and dims");
-  const std::vector<int64_t>& shape = shape_of_arg0(c);
+  const std::vector<int64_t>& shape = c.shape_of_arg(0);
   std::string x = c.tensor(c.arg(0));
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t axis = fixed_dim(c, axes[i], "torch.roll"), n = shape[axis];
@@ -109,7 +103,7 @@ Value roll(const Context& c) {
 Value narrow(const Context& c) {
   int64_t axis = fixed_dim(c, c.int_of(c.arg(1, "dim")), "narrow");
   int64_t start = c.int_of(c.arg(2, "start")), length = c.int_of(c.arg(3, "length"));
-  if (start < 0) start += shape_of_arg0(c)[axis];
+  if (start < 0) start += c.shape_of_arg(0)[axis];
   return Value::tensor(slice(c, c.tensor(c.arg(0)), start, start + length, axis, c.hint()));
 }
 
