@@ -23,8 +23,11 @@
 #include <unordered_set>
 
 namespace qfx::ir {
-namespace {
 
+namespace interpreter_detail {
+
+/// An argument of a step, compiled (outside the anonymous namespace: the
+/// steps of Interpreter::Program hold it).
 struct ArgCode {
   enum class Kind { kConstant, kSlot, kList, kTuple, kSlice };
   Kind kind = Kind::kConstant;
@@ -32,6 +35,12 @@ struct ArgCode {
   size_t slot = 0;
   std::vector<ArgCode> items;
 };
+
+}  // namespace interpreter_detail
+
+namespace {
+
+using interpreter_detail::ArgCode;
 
 bool contains_node(const Argument& arg) {
   bool found = false;

@@ -19,7 +19,7 @@ c10::IValue size(A a) {
   return int_tuple(x.sizes());
 }
 
-c10::IValue reduce(A a, bool mean) {
+c10::IValue method_reduce(A a, bool mean) {
   at::Tensor x = self(a);
   auto dtype = a.optional_dtype(3, "dtype");
   if (a.find(1, "dim") == nullptr) return mean ? x.mean(dtype) : x.sum(dtype);
@@ -87,8 +87,8 @@ void register_tensor_methods() {
        }},
       {"chunk",
        [](A a) -> c10::IValue { return sequence(self(a).chunk(a.to_int(1, "chunks"), a.int_or(2, "dim", 0))); }},
-      {"mean", [](A a) { return reduce(a, true); }},
-      {"sum", [](A a) { return reduce(a, false); }},
+      {"mean", [](A a) { return method_reduce(a, true); }},
+      {"sum", [](A a) { return method_reduce(a, false); }},
       {"relu", [](A a) -> c10::IValue { return self(a).relu(); }},
       {"relu_", [](A a) -> c10::IValue { return self(a).relu_(); }},
       {"sigmoid", [](A a) -> c10::IValue { return self(a).sigmoid(); }},

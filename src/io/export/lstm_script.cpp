@@ -5,18 +5,15 @@
 
 #include "module_script.h"
 
-#include "qfx/ir/python_literals.h"
 #include "qfx/nn/quantizable_lstm.h"
 
 namespace qfx::io::detail {
 namespace {
 
-std::string num(double v) { return ir::python_float_repr(v); }
-
 /// `torch.ops.quantized.<op>(a, b, scale, zero_point)` of cell part `part`.
 std::string qop(const nn::QuantizedLSTMCell& cell, const char* op, size_t part, const std::string& a,
                 const std::string& b) {
-  return std::string("torch.ops.quantized.") + op + "(" + a + ", " + b + ", " + num(cell.scales[part]) + ", " +
+  return std::string("torch.ops.quantized.") + op + "(" + a + ", " + b + ", " + script_literal(cell.scales[part]) + ", " +
          std::to_string(cell.zero_points[part]) + ")";
 }
 

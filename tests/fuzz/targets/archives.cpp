@@ -22,7 +22,7 @@
 
 namespace {
 
-enum Flags : uint8_t {
+enum ArchiveFlags : uint8_t {
   kRaw = 1,   // the input is the archive
   kData = 2,  // read as calibration data (torch.save), not as a model
 };

@@ -14,7 +14,7 @@
 
 namespace {
 
-enum Flags : uint8_t {
+enum IdxFlags : uint8_t {
   kGzip = 1,        // the files are gzipped by the target (valid deflate streams)
   kGzName = 2,      // named .gz, bytes as they come (a broken gzip stream)
   kLabels = 4,      // a labels file next to the images

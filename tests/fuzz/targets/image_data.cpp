@@ -16,7 +16,7 @@
 
 namespace {
 
-enum Flags : uint8_t {
+enum ImageFlags : uint8_t {
   kFixCrcs = 1,     // every whole PNG chunk gets its right CRC
   kJpegName = 2,    // named .jpg (the decoder goes by content either way)
   kTwoClasses = 4,  // the image again in a second class
