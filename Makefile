@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 
 SANITIZE_DIR ?= build-sanitize
 # The tests the sanitizer build runs (ctest adds the fixtures they need).
-SANITIZE_TESTS ?= ^(unit|cli|cli_outputs|campaign)$$
+SANITIZE_TESTS ?= ^(unit|cli|cli_errors|cli_outputs|campaign)$$
 
 FUZZ_DIR ?= build-fuzz
 # make fuzz: seconds each target runs; FUZZ_TARGETS: a subset (default all)
