@@ -63,6 +63,11 @@ const ROUNDING = {
     why: 'bilinear Resize is float ulps apart from ATen\'s upsample_bilinear2d '
       + '(7.6e-6 at 52.79 in OnnxExportOracle.MovesPadsAndFloorArithmeticAreLibTorchs)',
   },
+  onnx_quantized_lstm_longer_sequence: {
+    why: 'QuantizeLinear divides by its scale, ATen\'s quantize multiplies by the float inverse: '
+      + 'one of its 168 outputs sits on a rounding tie (the backward half at the last step, '
+      + 'requantized to the forward half\'s qparams by the concatenation)',
+  },
   suite_window_mask_assignment: {
     why: 'one of its 144 outputs is one step apart: a float Conv or Add sums in another order than ATen '
       + '(the float model exports exactly)',

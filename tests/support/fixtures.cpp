@@ -193,14 +193,14 @@ void write_raw(const c10::IValue& value, const std::string& path) {
 
 void keep_for_onnx(const std::string& name, const ir::GraphModule& reference_model,
                    const std::vector<c10::IValue>& inputs, const c10::IValue& reference, const c10::IValue& lowered,
-                   double step) {
+                   double step, const std::vector<c10::IValue>* example) {
   const char* dir = std::getenv("QFX_EXPORT_DIR");
   if (dir == nullptr) return;
   std::string base = std::string(dir) + "/onnx/" + name;
   std::filesystem::create_directories(std::string(dir) + "/onnx");
   nlohmann::json record = {{"name", name}, {"step", step}};
   try {
-    std::string bytes = io::onnx_model_bytes(reference_model, inputs);
+    std::string bytes = io::onnx_model_bytes(reference_model, example != nullptr ? *example : inputs);
     std::ofstream(base + ".onnx", std::ios::binary) << bytes;
     record["model"] = name + ".onnx";
   } catch (const c10::Error& e) {

@@ -104,9 +104,10 @@ void keep_for_python(const std::string& name, const std::string& exported, const
 /// model's output `reference` (optimizations off: the float ops between Q/DQ)
 /// and the lowered model's `lowered` within `step` (one output quantization
 /// step; 0: a float output; negative: not compared). An export error is kept
-/// in the record instead.
+/// in the record instead. The export's example is `inputs`, or `example`
+/// when given (other sizes than the symbolic dims the check runs with).
 void keep_for_onnx(const std::string& name, const ir::GraphModule& reference_model,
                    const std::vector<c10::IValue>& inputs, const c10::IValue& reference, const c10::IValue& lowered,
-                   double step);
+                   double step, const std::vector<c10::IValue>* example = nullptr);
 
 }  // namespace qfx::test

@@ -28,9 +28,15 @@ std::string GraphBuilder::fresh(const std::string& hint) {
   std::string base = hint.empty() ? "v" : hint;
   std::replace(base.begin(), base.end(), '.', '_');
   std::string name = base;
-  for (int i = 1; taken_.count(name) != 0; ++i) name = base + "_" + std::to_string(i);
-  taken_.insert(name);
+  for (int i = 1; taken_->count(name) != 0; ++i) name = base + "_" + std::to_string(i);
+  taken_->insert(name);
   return name;
+}
+
+GraphBuilder GraphBuilder::subgraph(onnx::GraphProto& graph) const {
+  GraphBuilder body(graph, opset_);
+  body.taken_ = taken_;
+  return body;
 }
 
 std::string GraphBuilder::initializer(const std::string& hint, const at::Tensor& tensor) {
@@ -74,6 +80,9 @@ std::vector<std::string> GraphBuilder::node(const std::string& op_type, const st
     } else if (auto* v = std::get_if<std::vector<int64_t>>(&a.value)) {
       attr->set_type(onnx::AttributeProto::INTS);
       for (int64_t x : *v) attr->add_ints(x);
+    } else if (auto* graph = std::get_if<onnx::GraphProto>(&a.value)) {
+      attr->set_type(onnx::AttributeProto::GRAPH);
+      *attr->mutable_g() = *graph;
     } else if (auto* strings = std::get_if<std::vector<std::string>>(&a.value)) {
       attr->set_type(onnx::AttributeProto::STRINGS);
       for (const std::string& x : *strings) attr->add_strings(x);

@@ -8,6 +8,7 @@
 #include <ATen/core/ivalue.h>
 #include <onnx/onnx_pb.h>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <variant>
@@ -51,10 +52,10 @@ struct Value {
   static Value ellipsis() { return {Kind::kEllipsis, "", {}, {}, {}}; }
 };
 
-/// An attribute of an ONNX node.
+/// An attribute of an ONNX node (a graph: a Loop's body).
 struct Attr {
   std::string name;
-  std::variant<int64_t, float, std::vector<int64_t>, std::string, std::vector<std::string>> value;
+  std::variant<int64_t, float, std::vector<int64_t>, std::string, std::vector<std::string>, onnx::GraphProto> value;
 };
 
 /// Builds one ONNX graph: nodes, initializers, unique names.
@@ -62,6 +63,9 @@ class GraphBuilder {
  public:
   GraphBuilder(onnx::GraphProto& graph, int64_t opset) : graph_(graph), opset_(opset) {}
   int64_t opset() const { return opset_; }
+  /// A builder over `graph`, a subgraph of this one (a Loop's body, which
+  /// sees this graph's values by name): names stay unique across both.
+  GraphBuilder subgraph(onnx::GraphProto& graph) const;
 
   /// A name not used yet, made from `hint` (an IR node name or module path).
   std::string fresh(const std::string& hint);
@@ -88,7 +92,7 @@ class GraphBuilder {
  private:
   onnx::GraphProto& graph_;
   int64_t opset_;
-  std::set<std::string> taken_;
+  std::shared_ptr<std::set<std::string>> taken_ = std::make_shared<std::set<std::string>>();
 };
 
 /// ONNX's element type for a LibTorch dtype; c10::Error for others.

@@ -8,6 +8,7 @@
 #include "qfx/ir/namespace.h"
 #include "qfx/nn/intrinsic.h"
 #include "qfx/nn/opaque_modules.h"
+#include "qfx/nn/quantizable_lstm.h"
 #include "qfx/nn/quantized_rnn.h"
 #include "qfx/nn/reference.h"
 #include "qfx/quant/observer_base.h"
@@ -294,6 +295,7 @@ Value module_value(const Context& c, const torch::nn::Module& module, const std:
     return weighted(c, *ref->float_module(), ref->quantized_weight());
   }
   if (auto* rnn = dynamic_cast<const nn::ReferenceRNNImpl*>(&module)) return recurrent(c, *rnn->float_module(), rnn);
+  if (auto* lstm = dynamic_cast<const nn::QuantizedLSTMImpl*>(&module)) return quantized_lstm(c, *lstm);
   if (auto* f = dynamic_cast<const nn::FusedModuleImpl*>(&module)) return fused(c, *f, path);
   auto* script = dynamic_cast<const nn::ScriptModuleImpl*>(&module);
   if (script != nullptr && nn::class_name_matches(script->python_class(), "MultiheadAttention")) {

@@ -20,8 +20,9 @@
 #include <vector>
 
 namespace qfx::nn {
+class QuantizedLSTMImpl;
 class ReferenceRNNImpl;
-}
+}  // namespace qfx::nn
 namespace torch::jit {
 struct Module;
 }
@@ -69,6 +70,10 @@ class Context {
 
   /// The same node with other arguments (the modules of a fused module in turn).
   Context with_args(std::vector<Value> args) const { return Context(state_, node_, std::move(args), {}); }
+  /// The state of an export into `graph`, a subgraph (a Loop's body), and
+  /// this node's context there.
+  ExportState subgraph_state(GraphBuilder& graph) const { return ExportState{graph, state_.gm, state_.run, {}}; }
+  Context in_graph(ExportState& state) const { return Context(state, node_, args_, kwargs_); }
 
   GraphBuilder& g() const { return state_.graph; }
   const ir::GraphModule& gm() const { return state_.gm; }
@@ -148,6 +153,11 @@ Value embedding(const Context& c, const Value& indices, const at::Tensor& weight
 /// or RNN ops, one per layer.
 Value recurrent(const Context& c, const torch::nn::Module& float_module,
                 const nn::ReferenceRNNImpl* reference = nullptr);
+
+/// torch.ao.nn.quantized.LSTM `lstm` (the static custom module): its cells
+/// unrolled over the example input's time steps, each quantized kernel a
+/// float op between DequantizeLinear and QuantizeLinear with its qparams.
+Value quantized_lstm(const Context& c, const nn::QuantizedLSTMImpl& lstm);
 
 /// nn.MultiheadAttention kept whole as TorchScript `module` (eval mode, no
 /// masks): its (output, weights) as ONNX ops.
