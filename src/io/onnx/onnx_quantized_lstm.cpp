@@ -33,6 +33,7 @@ Value dequantized(const Value& q) {
   return v;
 }
 
+/// One torch.ao.nn.quantized.LSTM call being exported.
 class QuantizedLstm {
  public:
   QuantizedLstm(const Context& c, const nn::QuantizedLSTMImpl& m) : c_(c), m_(m), s_(m.shape()) {}
