@@ -4,13 +4,8 @@
 # are cli_test.sh (a test of their own, so the two run side by side).
 #   cli_errors_test.sh QFX_BINARY FIXTURES_DIR PYTHON SOURCE_DIR
 set -u
-qfx=$1
-fixtures=$2
-python=$3
-source_dir=$4
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "$(dirname "$0")/common.sh"
+cli_test_args "$@"
 out="$work/never.pt"
 "$python" -c "import torch, sys; torch.save(torch.rand(2, 5, 8, 8), sys.argv[1])" "$work/bad_shape.pt"
 expect_error 1 "cannot open model file '/nonexistent.pt'" -- run /nonexistent.pt --input "$fixtures/resnet18.input.pt" -o "$out"

@@ -6,13 +6,8 @@
 # the two run side by side.
 #   cli_test.sh QFX_BINARY FIXTURES_DIR PYTHON SOURCE_DIR
 set -u
-qfx=$1
-fixtures=$2
-python=$3
-source_dir=$4
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 source "$(dirname "$0")/common.sh"
+cli_test_args "$@"
 
 # --- the allocator: tcmalloc unless built with -DQFX_TCMALLOC=OFF ----------
 if [ "${QFX_TCMALLOC:-1}" = 1 ]; then  # 1 or 0, from $<BOOL:...> in tests/CMakeLists.txt

@@ -1,7 +1,16 @@
-# Helpers of the CLI test scripts (sourced after they set $qfx and $work):
-# fail, expect_error, and finish, which reports and sets the exit code.
+# Helpers of the CLI test scripts (the functions use $qfx and $work):
+# cli_test_args, fail, expect_error, and finish, which reports and sets the
+# exit code.
 
 failures=0
+
+# cli_test_args QFX_BINARY FIXTURES_DIR PYTHON SOURCE_DIR: the arguments of
+# cli_test.sh and cli_errors_test.sh, and $work, a directory removed on exit.
+cli_test_args() {
+  qfx=$1 fixtures=$2 python=$3 source_dir=$4
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+}
 
 fail() {
   echo "FAIL: $*"
