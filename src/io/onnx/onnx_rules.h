@@ -154,9 +154,10 @@ Value embedding(const Context& c, const Value& indices, const at::Tensor& weight
 Value recurrent(const Context& c, const torch::nn::Module& float_module,
                 const nn::ReferenceRNNImpl* reference = nullptr);
 
-/// torch.ao.nn.quantized.LSTM `lstm` (the static custom module): its cells
-/// unrolled over the example input's time steps, each quantized kernel a
-/// float op between DequantizeLinear and QuantizeLinear with its qparams.
+/// torch.ao.nn.quantized.LSTM `lstm` (the static custom module): each cell's
+/// first step and a Loop over the other steps (any sequence length), each
+/// quantized kernel a float op between DequantizeLinear and QuantizeLinear
+/// with its output qparams.
 Value quantized_lstm(const Context& c, const nn::QuantizedLSTMImpl& lstm);
 
 /// nn.MultiheadAttention kept whole as TorchScript `module` (eval mode, no
