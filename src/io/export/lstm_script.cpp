@@ -13,8 +13,8 @@ namespace {
 /// `torch.ops.quantized.<op>(a, b, scale, zero_point)` of cell part `part`.
 std::string qop(const nn::QuantizedLSTMCell& cell, const char* op, size_t part, const std::string& a,
                 const std::string& b) {
-  return std::string("torch.ops.quantized.") + op + "(" + a + ", " + b + ", " + script_literal(cell.scales[part]) + ", " +
-         std::to_string(cell.zero_points[part]) + ")";
+  return std::string("torch.ops.quantized.") + op + "(" + a + ", " + b + ", " + script_literal(cell.scales[part]) +
+         ", " + std::to_string(cell.zero_points[part]) + ")";
 }
 
 /// `cell_<i>(x, h, c)`: QuantizableLSTMCell.forward after convert.
