@@ -5,7 +5,7 @@
 #include <qfx/io/torchscript_export.h>
 #include <qfx/io/torchscript_import.h>
 #include <qfx/ir/interpreter.h>
-#include <qfx/numeric_compare.h>
+#include <qfx/accuracy/numeric_compare.h>
 #include <qfx/quant/qconfig_mapping.h>
 #include <qfx/quantize.h>
 

@@ -27,10 +27,12 @@ io::ImportOptions import_options(const PrepareCustomConfig& config);
 
 /// c10::Error `<where>: the PrepareCustomConfig names ...` when a module
 /// `config` names by path (standalone, non-traceable) is not a module of
-/// `model`, or was inlined by an import without import_options(config).
+/// `model`, or is no module the graph calls (`..., which <why_not_called>`;
+/// by default: the import inlined it, import with import_options(config)).
 /// prepare_fx and prepare_qat_fx check this themselves.
-void check_custom_config_modules(const ir::GraphModule& model, const PrepareCustomConfig& config,
-                                 const std::string& where);
+void check_custom_config_modules(
+    const ir::GraphModule& model, const PrepareCustomConfig& config, const std::string& where,
+    const std::string& why_not_called = "the import inlined: import the model with qfx::import_options(config)");
 
 /// `fuse_fx`: fuses the backend's fusion patterns (conv-bn-relu, linear-relu, ...).
 void fuse_fx(ir::GraphModule& model, const backend::BackendConfig& backend_config,

@@ -11,8 +11,6 @@
 namespace qfx::backend::detail {
 namespace {
 
-constexpr auto kDifferent = ObservationType::OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT;
-constexpr auto kShare = ObservationType::OUTPUT_SHARE_OBSERVER_WITH_INPUT;
 
 /// A sequence config with its dtype configs and nothing else (functional
 /// patterns the backend quantizes as a whole without a fused module).

@@ -11,6 +11,10 @@
 
 namespace qfx::backend::detail {
 
+/// The observation types as the config rows spell them.
+inline constexpr auto kDifferent = ObservationType::OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT;
+inline constexpr auto kShare = ObservationType::OUTPUT_SHARE_OBSERVER_WITH_INPUT;
+
 using DTypeConfigs = std::vector<DTypeConfig>;
 using PatternConfigs = std::vector<BackendPatternConfig>;
 

@@ -13,8 +13,6 @@ namespace {
 
 using namespace detail;  // NOLINT: the op-family builders and dtype configs
 
-constexpr auto kDifferent = ObservationType::OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT;
-
 PatternConfigs executorch_linear_configs() {
   const DTypeConfigs dt = {weighted_op_int8(), default_dynamic_int8(), default_dynamic_float16()};
   return {weighted_module_config("torch.nn.Linear", "torch.nn.Linear", "torch.ao.nn.quantized.reference.Linear",

@@ -14,8 +14,6 @@ namespace {
 using namespace detail;  // NOLINT: the op-family builders and dtype configs
 using pattern::NestedPattern;
 
-constexpr auto kDifferent = ObservationType::OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT;
-
 // The getters of every conv + add pattern: in forward order the conv is the
 // first op and the other operand of the add the MatchAllNode, on either side.
 ir::Node* first_op_node(const pattern::PatternMatch& m) {

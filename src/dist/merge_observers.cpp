@@ -1,7 +1,7 @@
 // Observer statistics merged across ranks: one rule per observer class, in
 // graph order (the same on every rank).
 
-#include "qfx/distributed.h"
+#include "qfx/dist/distributed.h"
 
 #include "fake_quant_state.h"
 
@@ -12,7 +12,7 @@
 #include "qfx/quant/min_max_observers.h"
 #include "qfx/quant/simple_observers.h"
 
-#include "../quant/range_search.h"
+#include "qfx/quant/range_search.h"
 
 #include <ATen/ATen.h>
 
@@ -126,12 +126,12 @@ Histograms merged(const Histograms& mine, int64_t bins, ProcessGroup& group) {
   at::Tensor all = group.all_gather(packed).contiguous();  // [world, n, bins + 2]
   Histograms out{at::zeros({n, bins}, at::kDouble), at::empty({n}, at::kDouble), at::empty({n}, at::kDouble)};
   for (int64_t row = 0; row < n; ++row) {
-    std::vector<quant::detail::BinnedCounts> parts;
+    std::vector<quant::BinnedCounts> parts;
     for (int64_t r = 0; r < all.size(0); ++r) {
       const double* p = all[r][row].data_ptr<double>();
       parts.push_back({std::vector<double>(p + 2, p + 2 + bins), p[0], p[1]});
     }
-    quant::detail::BinnedCounts m = quant::detail::merge_histograms(parts, bins);
+    quant::BinnedCounts m = quant::merge_histograms(parts, bins);
     out.counts[row].copy_(at::tensor(m.counts, at::kDouble));
     out.lo[row] = m.lo;
     out.hi[row] = m.hi;

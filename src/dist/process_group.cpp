@@ -1,7 +1,7 @@
 // The process group: TCPStore rendezvous, ProcessGroupGloo collectives, every
 // failure one c10::Error naming the address and the rank.
 
-#include "qfx/distributed.h"
+#include "qfx/dist/distributed.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>

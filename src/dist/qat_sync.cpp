@@ -1,7 +1,7 @@
 // Distributed QAT: fake-quantize statistics synchronised and gradients
 // averaged over the ranks, each in one all-reduce.
 
-#include "qfx/distributed.h"
+#include "qfx/dist/distributed.h"
 
 #include "fake_quant_state.h"
 

@@ -1,6 +1,6 @@
 // Sizes checked before use: files against memory, tensors against storage.
 
-#include "memory_bounds.h"
+#include "qfx/io/memory_bounds.h"
 
 #include <c10/util/Exception.h>
 
@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-namespace qfx::io::detail {
+namespace qfx::io {
 namespace {
 
 constexpr uint64_t kUnknown = std::numeric_limits<uint64_t>::max();
@@ -96,4 +96,4 @@ void check_model_storages(const torch::jit::Module& module, const std::string& p
               " (a truncated or corrupt record)");
 }
 
-}  // namespace qfx::io::detail
+}  // namespace qfx::io

@@ -2,7 +2,7 @@
 
 #include "qfx/io/tensor_io.h"
 
-#include "memory_bounds.h"
+#include "qfx/io/memory_bounds.h"
 #include "pickle_rewrite.h"
 #include "zip_check.h"
 
@@ -47,7 +47,7 @@ c10::IValue unpickle_torch_save(const std::vector<char>& bytes, const std::strin
   };
   torch::jit::Unpickler unpickler(read, nullptr, nullptr, read_record, c10::nullopt);
   c10::IValue value = unpickler.parse_ivalue();
-  detail::check_storages(value, what, [&](const c10::Storage& storage) -> std::optional<uint64_t> {
+  check_storages(value, what, [&](const c10::Storage& storage) -> std::optional<uint64_t> {
     auto it = record_sizes.find(storage.data());
     return it == record_sizes.end() ? std::nullopt : std::optional<uint64_t>(it->second);
   });
@@ -65,10 +65,11 @@ void not_torch_save(const std::string& path, const std::string& cause) {
 c10::IValue load_value(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   TORCH_CHECK(in.good(), "cannot open '", path, "'");
+  TORCH_CHECK(!std::filesystem::is_directory(path), "cannot read '", path,
+              "': it is a directory, not a torch.save file");
   std::error_code error;
   const auto size = std::filesystem::file_size(path, error);
-  if (!error)
-    detail::check_fits_in_memory(2 * static_cast<uint64_t>(size), "reading '" + path + "'");  // file + tensors
+  if (!error) check_fits_in_memory(2 * static_cast<uint64_t>(size), "reading '" + path + "'");  // file + tensors
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K') {  // a zip archive; other files fail below
     detail::check_zip_crcs(std::string_view(bytes.data(), bytes.size()), path);

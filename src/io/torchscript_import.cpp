@@ -5,7 +5,7 @@
 
 #include "crash_guard.h"
 #include "import/graph_builder.h"
-#include "memory_bounds.h"
+#include "qfx/io/memory_bounds.h"
 #include "zip_check.h"
 
 #include <torch/nn/module.h>
@@ -50,9 +50,11 @@ std::string printable_line(const std::string& text) {
 
 torch::jit::Module load_script(const std::string& path) {
   TORCH_CHECK(std::ifstream(path).good(), "cannot open model file '", path, "'");
+  TORCH_CHECK(!std::filesystem::is_directory(path), "cannot read model file '", path,
+              "': it is a directory, not a TorchScript archive");
   std::error_code error;
   const auto size = std::filesystem::file_size(path, error);
-  if (!error) detail::check_fits_in_memory(2 * static_cast<uint64_t>(size), "loading model '" + path + "'");
+  if (!error) check_fits_in_memory(2 * static_cast<uint64_t>(size), "loading model '" + path + "'");
   // Read once: the zip's records checked, then the model loaded from the same bytes.
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -73,7 +75,7 @@ torch::jit::Module load_script(const std::string& path) {
     TORCH_CHECK(false, "'", path, "' is not a TorchScript archive: ",
                 printable_line(error != nullptr ? error->what_without_backtrace() : e.what()));
   }
-  detail::check_model_storages(module, path, data_bytes);
+  check_model_storages(module, path, data_bytes);
   return module;
 }
 

@@ -10,6 +10,8 @@
 
 #include "qfx/ir/interpreter.h"
 
+#include "interpreter_effects.h"
+
 #include "qfx/ir/graph_module.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/op_registry.h"
@@ -104,54 +106,27 @@ void wait_quietly(util::WorkerThread& observers) {
   }
 }
 
-bool is_true(const Argument& arg) { return arg.kind() == Argument::Kind::kBool && arg.to_bool(); }
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+/// The type a placeholder is declared with (a scripted model's annotation), or "".
+std::string declared_type(const Node& node) {
+  auto it = node.meta().find(kInputTypeMeta);
+  return it == node.meta().end() ? "" : std::any_cast<std::string>(it->second);
 }
 
-// Whether a call_function / call_method may change a tensor in place: an
-// in-place op (`relu_`, `operator.iadd`, `__iadd__`, `setitem`), `out=`, or
-// `inplace=True` (by keyword, or any True argument of a functional).
-bool op_may_mutate(const Node& node) {
-  const std::string& target = node.target();
-  const std::string name = target.substr(target.rfind('.') + 1);
-  if (ends_with(name, "_") && !ends_with(name, "__")) return true;
-  if (name.rfind("__i", 0) == 0 || target.rfind("operator.i", 0) == 0) return true;
-  if (target.find("setitem") != std::string::npos) return true;
-  for (const auto& [key, value] : node.kwargs()) {
-    if (key == "out" || (key == "inplace" && is_true(value))) return true;
-  }
-  if (target.rfind("torch.nn.functional.", 0) == 0) {
-    for (const Argument& arg : node.args()) {
-      if (is_true(arg)) return true;
-    }
-  }
-  return false;
+/// Whether `value` can be an input of declared type `type`: a tensor for
+/// `Tensor`, a list or tuple for `List[...]` / `Tuple[...]`; anything for
+/// other or no declarations.
+bool fits_declared(const std::string& type, const c10::IValue& value) {
+  if (type == "Tensor") return value.isTensor();
+  if (type.rfind("List[", 0) == 0 || type.rfind("Tuple[", 0) == 0) return value.isList() || value.isTuple();
+  return true;
 }
 
-// PyTorch's module classes that take `inplace` (not all of them show it in
-// their repr: Hardswish, Hardsigmoid, Mish print nothing).
-const std::unordered_set<std::string>& inplace_capable() {
-  static const std::unordered_set<std::string> names = {
-      "ReLU",      "ReLU6",     "RReLU",     "Hardtanh",     "Hardswish",          "Hardsigmoid", "SiLU",
-      "Mish",      "ELU",       "CELU",      "SELU",         "LeakyReLU",          "Threshold",   "Dropout",
-      "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"};
-  return names;
-}
-
-// Whether qfx knows what a module kind does: a PyTorch class, not a
-// TorchScript or user module run as it is.
-bool known_kind(const ModuleKind& kind) {
-  return !kind.named_by_instance && kind.qualified_name.rfind("torch.", 0) == 0;
-}
-
-// Whether a module may change its input in place: a class that takes
-// `inplace` (whatever its setting), or a kind qfx does not know.
-bool module_may_mutate(const ModuleKind& kind) {
-  if (kind.observer) return false;
-  if (!known_kind(kind)) return true;
-  return inplace_capable().count(kind.qualified_name.substr(kind.qualified_name.rfind('.') + 1)) != 0;
+/// What a value is, for messages: `a Tensor`, `a list`, ...
+std::string value_kind(const c10::IValue& value) {
+  if (value.isTensor()) return "a Tensor";
+  if (value.isList()) return "a list";
+  if (value.isTuple()) return "a tuple";
+  return std::string("a ") + value.tagKind();
 }
 
 }  // namespace
@@ -183,6 +158,8 @@ struct Interpreter::Program {
   std::vector<c10::IValue> slots;
   size_t num_inputs = 0;
   size_t num_required = 0;
+  /// Each input's declared type (kInputTypeMeta, "" when none) and name.
+  std::vector<std::pair<std::string, std::string>> declared;
   bool has_observers = false;
   std::vector<std::shared_ptr<torch::nn::Module>> keep_alive;
   std::unordered_map<const Node*, size_t> slot_of;
@@ -222,6 +199,7 @@ Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule&
     case Opcode::kPlaceholder:
       step.kind = StepKind::kPlaceholder;
       step.input_index = num_inputs++;
+      declared.emplace_back(declared_type(node), node.name());
       step.has_default = !node.args().empty();
       if (step.has_default)
         step.constant = constant_value(node.args()[0]);
@@ -239,7 +217,7 @@ Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule&
       step.module_kind = kind;
       step.forward = &kind->forward;
       step.observer = kind->observer;
-      step.barrier = module_may_mutate(*kind);
+      step.barrier = detail::module_may_mutate(*kind);
       step.fresh = kind->fresh_forward ? &kind->fresh_forward : step.forward;
       step.in_place = step.barrier && !kind->fresh_forward;
       if (step.observer) step.where = "While executing " + node.format();
@@ -252,7 +230,7 @@ Interpreter::Program::Step Interpreter::Program::compile_step(const GraphModule&
       step.kind = StepKind::kOp;
       step.op = (is_fn ? OpRegistry::functions() : OpRegistry::methods()).find(node.target());
       TORCH_CHECK(step.op != nullptr, "no implementation of ", is_fn ? "function " : "method ", node.target());
-      step.barrier = step.in_place = op_may_mutate(node);
+      step.barrier = step.in_place = detail::op_may_mutate(node);
       break;
     }
     case Opcode::kOutput: step.kind = StepKind::kOutput; break;
@@ -321,7 +299,7 @@ void Interpreter::Program::spare_inplace_inputs() {
     return node.args().size() == 1 && node.args()[0].is_node() ? node.args()[0].to_node() : nullptr;
   };
   for (Step& step : steps) {
-    if (step.kind != StepKind::kModule || !step.barrier || !known_kind(*step.module_kind)) continue;
+    if (step.kind != StepKind::kModule || !step.barrier || !detail::known_kind(*step.module_kind)) continue;
     Node* from = single_node_input(*step.node);
     std::vector<size_t> observers;
     while (from != nullptr && from->users().size() == 1 && steps[slot_of.at(from)].observer) {
@@ -330,7 +308,7 @@ void Interpreter::Program::spare_inplace_inputs() {
     }
     if (from == nullptr || from->users().size() != 1) continue;
     const Step& producer = steps[slot_of.at(from)];
-    if (producer.kind != StepKind::kModule || !known_kind(*producer.module_kind) ||
+    if (producer.kind != StepKind::kModule || !detail::known_kind(*producer.module_kind) ||
         producer.module->parameters().empty()) {
       continue;
     }
@@ -377,14 +355,20 @@ void Interpreter::set_observer_thread(ObserverThread mode) { observer_thread_ = 
 
 size_t Interpreter::num_inputs() const { return program_->num_inputs; }
 
-void Interpreter::check_inputs(size_t count) const {
+void Interpreter::check_inputs(const std::vector<c10::IValue>& inputs) const {
   const Program& p = *program_;
+  size_t count = inputs.size();
   TORCH_CHECK(count >= p.num_required && count <= p.num_inputs, "forward() takes ",
               p.num_required == p.num_inputs ? "" : "at least ", p.num_required, " input(s), got ", count);
+  for (size_t i = 0; i < count; ++i) {
+    const auto& [type, name] = p.declared[i];
+    TORCH_CHECK(fits_declared(type, inputs[i]), "input %", name, " is declared ", type, ", and the value given is ",
+                value_kind(inputs[i]));
+  }
 }
 
 c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
-  check_inputs(inputs.size());
+  check_inputs(inputs);
   const Program& p = *program_;
   const bool later = observer_thread_ != ObserverThread::kOff && p.has_observers &&
                      (observer_thread_ == ObserverThread::kOn || util::idle_core_available());
@@ -393,7 +377,7 @@ c10::IValue Interpreter::run(std::vector<c10::IValue> inputs) {
 
 c10::IValue Interpreter::run_recording(std::vector<c10::IValue> inputs, const std::vector<bool>& keep,
                                        std::vector<c10::IValue>& values) {
-  check_inputs(inputs.size());
+  check_inputs(inputs);
   values.assign(program_->steps.size(), c10::IValue());
   return run_steps(0, inputs, {false, true, &keep, &values});
 }

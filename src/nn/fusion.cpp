@@ -208,8 +208,13 @@ BatchNormState batch_norm_state(const torch::nn::Module& m) {
   return s;
 }
 
+/// PyTorch's message, and what to do about it.
+constexpr const char* kEvalOnly =
+    "Fusion only for eval! (the batch norm is in training mode: a model saved before model.eval(); save it in eval "
+    "mode, or prepare it for quantization-aware training)";
+
 ModulePtr fuse_conv_bn_eval(const torch::nn::Module& conv, const torch::nn::Module& bn, bool transpose) {
-  TORCH_CHECK(!(conv.is_training() || bn.is_training()), "Fusion only for eval!");
+  TORCH_CHECK(!(conv.is_training() || bn.is_training()), kEvalOnly);
   return fold_conv_bn(conv, bn, transpose);
 }
 
@@ -228,7 +233,7 @@ ModulePtr fold_conv_bn(const torch::nn::Module& conv, const torch::nn::Module& b
 }
 
 ModulePtr fuse_linear_bn_eval(const torch::nn::Module& linear, const torch::nn::Module& bn) {
-  TORCH_CHECK(!(linear.is_training() || bn.is_training()), "Fusion only for eval!");
+  TORCH_CHECK(!(linear.is_training() || bn.is_training()), kEvalOnly);
   return fold_linear_bn(linear, bn);
 }
 

@@ -4,6 +4,7 @@
 #include "qfx/nn/qat.h"
 
 #include "module_kinds.h"
+#include "own_tensors.h"
 #include "weighted_forward.h"
 
 #include "qfx/nn/fusion.h"
@@ -110,12 +111,6 @@ void register_qat_kinds() {
 
 namespace {
 
-at::Tensor param(const torch::nn::Module& m, const char* name) {
-  auto params = m.named_parameters(false);  // find() points into this dict
-  const at::Tensor* t = params.find(name);
-  return t != nullptr ? *t : at::Tensor();
-}
-
 int64_t out_channels(const at::Tensor& weight) { return weight.size(0); }
 
 }  // namespace
@@ -167,14 +162,15 @@ void QatModuleImpl::update_bn_stats() {
 
 at::Tensor QatModuleImpl::forward(const at::Tensor& x) {
   at::Tensor y = bn_ ? forward_with_bn(x)
-                     : detail::weighted_forward(*weighted_, x, weight_fake_quant_->forward(param(*this, "weight")));
+                     : detail::weighted_forward(*weighted_, x,
+                                                weight_fake_quant_->forward(detail::own_parameter(*this, "weight")));
   return relu_ ? at::relu(y) : y;
 }
 
 at::Tensor QatModuleImpl::forward_with_bn(const at::Tensor& x) {
   // PyTorch's _ConvBnNd._forward_approximate
-  at::Tensor weight = param(*this, "weight");
-  at::Tensor bias = param(*this, "bias");
+  at::Tensor weight = detail::own_parameter(*this, "weight");
+  at::Tensor bias = detail::own_parameter(*this, "bias");
   BatchNormState bn = batch_norm_state(*bn_);
   at::Tensor running_std = at::sqrt(bn.running_var + bn.eps);
   at::Tensor scale_factor = bn.weight / running_std;

@@ -9,6 +9,7 @@
 #include "qfx/quant/qtypes.h"
 
 #include "module_kinds.h"
+#include "own_tensors.h"
 #include "quantized_kinds.h"
 
 #include <ATen/ATen.h>
@@ -23,6 +24,13 @@
 #include <torch/nn/modules/normalization.h>
 
 namespace qfx::nn {
+
+at::Tensor detail::own_parameter(const torch::nn::Module& m, const char* name) {
+  auto params = m.named_parameters(false);  // find() points into this dict
+  const at::Tensor* t = params.find(name);
+  return t != nullptr ? *t : at::Tensor();
+}
+
 namespace {
 
 using detail::as;
@@ -49,11 +57,7 @@ const ReferenceModuleImpl& reference_in(Source src) {
 
 c10::IValue optional_tensor(const at::Tensor& t) { return t.defined() ? c10::IValue(t) : c10::IValue(); }
 
-at::Tensor param(const torch::nn::Module& m, const char* name) {
-  auto params = m.named_parameters(false);  // find() points into this dict
-  const at::Tensor* t = params.find(name);
-  return t != nullptr ? *t : at::Tensor();
-}
+at::Tensor param(const torch::nn::Module& m, const char* name) { return detail::own_parameter(m, name); }
 
 at::Tensor buffer(const torch::nn::Module& m, const char* name) {
   auto buffers = m.named_buffers(false);  // find() points into this dict

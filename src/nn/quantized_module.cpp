@@ -291,6 +291,13 @@ bool QuantizedModuleImpl::repack_convolution() {
   return false;
 }
 
+std::pair<at::Tensor, at::Tensor> unpack_linear(const QuantizedModuleImpl& linear) {
+  std::vector<c10::IValue> wb =
+      detail::call_op_returning_all("quantized::linear_unpack", "", {linear.attribute("_packed_params")});
+  TORCH_CHECK(wb.size() == 2, "quantized::linear_unpack returned ", wb.size(), " values");
+  return {wb[0].toTensor(), wb[1].isNone() ? at::Tensor() : wb[1].toTensor()};
+}
+
 std::vector<std::string> quantized_module_types() {
   std::vector<std::string> names;
   for (const QuantizedClass& c : quantized_classes()) names.push_back(c.type_name);

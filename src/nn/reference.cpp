@@ -5,7 +5,7 @@
 
 #include "module_kinds.h"
 #include "weighted_forward.h"
-#include "quant/weight_kernels.h"
+#include "qfx/quant/weight_kernels.h"
 
 #include "qfx/quant/qtypes.h"
 
@@ -188,8 +188,8 @@ WeightQParams deep_copy_of(const WeightQParams& qparams) {
 
 at::Tensor quantize_weight(const at::Tensor& weight, const WeightQParams& q) {
   if (q.dtype == c10::kHalf) return weight.to(c10::kHalf);
-  if (q.qscheme == c10::kPerTensorAffine) return quant::detail::quantize_tensor(weight, q.scale, q.zero_point, q.dtype);
-  return quant::detail::quantize_channels(weight, q.scale, q.zero_point, q.axis, q.dtype);
+  if (q.qscheme == c10::kPerTensorAffine) return quant::quantize_tensor(weight, q.scale, q.zero_point, q.dtype);
+  return quant::quantize_channels(weight, q.scale, q.zero_point, q.axis, q.dtype);
 }
 
 at::Tensor quantize_dequantize_weight(const at::Tensor& weight, const WeightQParams& q) {

@@ -121,6 +121,9 @@ PrepareCustomConfig prepare_custom_config_from_json(const nlohmann::json& json) 
       config.input_quantized_indexes = indexes(value, key);
     } else if (key == "output_quantized_idxs") {
       config.output_quantized_indexes = indexes(value, key);
+      if (!config.output_quantized_indexes.empty() && config.output_quantized_indexes != std::vector<int64_t>{0}) {
+        json_fail(key, "must be [] or [0]: prepare keeps the model's one output quantized, not several");
+      }
     } else if (key == "preserved_attributes") {
       config.preserved_attributes = names(value, key);
     } else {

@@ -2,6 +2,8 @@
 
 #include "qfx/passes/prepare_state.h"
 
+#include "qfx/quant/observer_base.h"
+
 #include <any>
 
 namespace qfx::passes {
@@ -28,5 +30,15 @@ bool node_has_none_qconfig(const ir::Node& node) {
 }
 
 bool node_is_observed(const ir::Node& node) { return node.meta().count(kObservedMeta) > 0; }
+
+bool is_observer_node(const ir::Node& node, const ir::GraphModule& gm) {
+  if (node.op() != ir::Opcode::kCallModule) return false;
+  return dynamic_cast<const quant::ActivationPostProcess*>(gm.get_submodule(node.target()).get()) != nullptr;
+}
+
+std::string prepared_name(const ir::Node& node) {
+  auto it = node.meta().find(kPreparedNameMeta);
+  return it == node.meta().end() ? node.name() : std::any_cast<std::string>(it->second);
+}
 
 }  // namespace qfx::passes

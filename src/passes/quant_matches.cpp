@@ -6,6 +6,7 @@
 
 #include "qfx/backend/backend_registry.h"
 #include "config_matches.h"
+#include "qfx/passes/prepare_state.h"
 #include "qfx/quant/observer_base.h"
 
 namespace qfx::passes::detail {
@@ -79,11 +80,6 @@ std::shared_ptr<QuantMatch> make_match(const backend::BackendPatternConfig& conf
 }
 
 }  // namespace
-
-bool is_observer_node(const ir::Node& node, const ir::GraphModule& gm) {
-  if (node.op() != ir::Opcode::kCallModule) return false;
-  return dynamic_cast<const quant::ActivationPostProcess*>(gm.get_submodule(node.target()).get()) != nullptr;
-}
 
 bool has_no_tensors(const ir::Argument& arg, const ir::GraphModule& gm,
                     std::unordered_map<const ir::Node*, bool>& cache) {

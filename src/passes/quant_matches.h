@@ -34,9 +34,6 @@ using QuantMatches = std::unordered_map<const ir::Node*, std::shared_ptr<const Q
 
 QuantMatches find_quant_matches(const ir::GraphModule& gm, const backend::BackendConfig& backend);
 
-/// True when `node` is a call of an observer or fake-quantize module.
-bool is_observer_node(const ir::Node& node, const ir::GraphModule& gm);
-
 /// PyTorch's all_node_args_have_no_tensors: true when `arg` is known not to
 /// carry a tensor (a literal, `x.size()`, ...). Not exact, as in PyTorch.
 bool has_no_tensors(const ir::Argument& arg, const ir::GraphModule& gm,

@@ -3,8 +3,8 @@
 
 #include "qfx/quant/calibration_observers.h"
 
-#include "histogram_math.h"
-#include "range_search.h"
+#include "histc.h"
+#include "qfx/quant/range_search.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -25,7 +25,7 @@ at::Tensor rows_of(const at::Tensor& x, bool per_channel, int64_t ch_axis) {
 }
 
 /// A row's counts as BinnedCounts.
-detail::BinnedCounts binned(const at::Tensor& row, double lo, double hi) {
+BinnedCounts binned(const at::Tensor& row, double lo, double hi) {
   at::Tensor counts = row.contiguous();
   const double* data = counts.data_ptr<double>();
   return {std::vector<double>(data, data + counts.numel()), lo, hi};
@@ -45,7 +45,7 @@ at::Tensor counts_over(const at::Tensor& values, int64_t bins, double lo, double
 at::Tensor moved_counts(const at::Tensor& old, double old_lo, double old_hi, double lo, double hi) {
   const int64_t bins = old.numel();
   if (old_hi > old_lo) {
-    detail::BinnedCounts resampled = binned(old, old_lo, old_hi).resample(lo, hi, bins);
+    BinnedCounts resampled = binned(old, old_lo, old_hi).resample(lo, hi, bins);
     return at::tensor(resampled.counts, at::kDouble);
   }
   at::Tensor counts = at::zeros({bins}, at::kDouble);  // a point mass at old_lo
@@ -121,15 +121,14 @@ std::pair<double, double> CalibrationObserver::choose(int64_t row) const {
   const double lo = min_val.reshape({-1})[row].item<double>();
   const double hi = max_val.reshape({-1})[row].item<double>();
   if (!(hi > lo)) return {lo, hi};
-  detail::BinnedCounts h = binned(histogram[row], lo, hi);
-  detail::QuantGrid grid{quant_range_.first, quant_range_.second, is_symmetric(qscheme()), symmetric_zero_point(),
-                         eps()};
+  BinnedCounts h = binned(histogram[row], lo, hi);
+  QuantGrid grid{quant_range_.first, quant_range_.second, is_symmetric(qscheme()), symmetric_zero_point(), eps()};
   switch (method_) {
-    case RangeMethod::kPercentile: return detail::percentile_range(h, options.percentile(), grid.symmetric);
-    case RangeMethod::kEntropy: return detail::entropy_range(h, grid);
+    case RangeMethod::kPercentile: return percentile_range(h, options.percentile(), grid.symmetric);
+    case RangeMethod::kEntropy: return entropy_range(h, grid);
     case RangeMethod::kMse: break;
   }
-  return detail::mse_range(h, grid);
+  return mse_range(h, grid);
 }
 
 std::pair<at::Tensor, at::Tensor> CalibrationObserver::chosen_range() const {

@@ -1,9 +1,8 @@
 #pragma once
-// The numerical kernels of HistogramObserver, written as loops that give the
-// same float32/float64 results as the ATen ops PyTorch 1.13 runs for them:
+// The range search kernels of HistogramObserver (its histc is histc.h),
+// written as loops that give the same float32/float64 results as the ATen
+// ops PyTorch 1.13 runs for them:
 //
-//   histc             at::histc's LINEAR_INTERPOLATION binning (float math)
-//   histc_inside      histc that gives up at the first element outside the range
 //   combine           _combine_histograms: upsample x U, place at start_idx,
 //                     cumsum in double, take every D-th, difference, / U
 //   param_search      _non_linear_param_search (the L2 "non-ideal" range
@@ -16,20 +15,6 @@
 #include <utility>
 
 namespace qfx::quant::detail {
-
-/// Whether histc bins eight elements at a time, and quantization_error
-/// computes eight bins' norms at a time, with AVX2 (on by default when the
-/// CPU has it); tests switch it off to check the SSE2 / scalar paths too.
-bool& histc_uses_avx2();
-
-/// `torch.histc(x, bins, min, max)` for a float32 tensor: the histogram as a
-/// float32 tensor of `bins` counts.
-at::Tensor histc(const at::Tensor& x, int64_t bins, double min, double max);
-
-/// `histc(x, bins, min, max)` when every element of x lies in [min, max] (a
-/// finite range), in one pass; nullopt as soon as one does not, is NaN, or
-/// is the other zero than a bound of 0 (which would replace the bound).
-std::optional<at::Tensor> histc_inside(const at::Tensor& x, int64_t bins, float min, float max);
 
 /// `HistogramObserver._combine_histograms(orig_hist, new_hist, ...)`.
 at::Tensor combine_histograms(const at::Tensor& orig_hist, const at::Tensor& new_hist, int64_t upsample_rate,

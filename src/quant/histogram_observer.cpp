@@ -4,6 +4,7 @@
 
 #include "qfx/quant/histogram_observer.h"
 
+#include "histc.h"
 #include "histogram_math.h"
 
 #include <ATen/ATen.h>

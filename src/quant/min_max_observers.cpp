@@ -4,7 +4,7 @@
 
 #include "qfx/quant/min_max_observers.h"
 
-#include "weight_kernels.h"
+#include "qfx/quant/weight_kernels.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -88,7 +88,7 @@ c10::optional<std::pair<at::Tensor, at::Tensor>> MinMaxStatsObserver::finite_ami
 }
 
 std::pair<at::Tensor, at::Tensor> MinMaxStatsObserver::finite_row_aminmax(const at::Tensor& rows) {
-  auto [lo, hi] = detail::row_aminmax(rows);
+  auto [lo, hi] = row_aminmax(rows);
   if (all_finite(lo) && all_finite(hi)) return {lo, hi};
   warn_non_finite(*this, warned_non_finite_);
   at::Tensor finite = at::isfinite(rows);

@@ -1,7 +1,7 @@
 // Range choices of the calibration observers, on a histogram read as a
 // piecewise-linear cumulative distribution.
 
-#include "range_search.h"
+#include "qfx/quant/range_search.h"
 
 #include <c10/util/Exception.h>
 
@@ -10,7 +10,7 @@
 #include <limits>
 #include <numeric>
 
-namespace qfx::quant::detail {
+namespace qfx::quant {
 namespace {
 
 /// prefix[k]: how many values lie in the bins before k (k = 0 ... bins).
@@ -219,4 +219,4 @@ std::pair<double, double> mse_range(const BinnedCounts& h, const QuantGrid& grid
   return best;
 }
 
-}  // namespace qfx::quant::detail
+}  // namespace qfx::quant

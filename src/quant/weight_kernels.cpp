@@ -3,7 +3,7 @@
 // qmax), the sum in float; SSE2's and AVX2's float-to-int conversions round
 // to nearest even as nearbyint does.
 
-#include "weight_kernels.h"
+#include "qfx/quant/weight_kernels.h"
 
 #include "cpu_features.h"
 
@@ -20,10 +20,10 @@
 #include <emmintrin.h>
 #endif
 
-namespace qfx::quant::detail {
+namespace qfx::quant {
 
 bool& weight_kernels_use_avx2() {
-  static bool use = cpu_has_avx2();
+  static bool use = detail::cpu_has_avx2();
   return use;
 }
 
@@ -286,4 +286,4 @@ at::Tensor quantize_tensor(const at::Tensor& x, const at::Tensor& scale, const a
   return at::quantize_per_tensor(x, scale, zero_point, dtype);
 }
 
-}  // namespace qfx::quant::detail
+}  // namespace qfx::quant

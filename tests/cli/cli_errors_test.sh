@@ -257,8 +257,73 @@ with torch.no_grad():
     step = output_step(converted, calib[0])
 assert step > 0 and error <= step * (1 + 1e-6), (error, step)
 EOF
+# Messages that name what the user gave: a directory as model or data, batches that do not fit the model's
+# declared inputs, a model saved in training mode, data whose expanded tensors would not fit in memory,
+# a PrepareCustomConfig key qfx cannot honour, a standalone module a frozen model no longer calls.
+mkdir "$work/dir_model.pt"
+expect_error 1 "cannot read model file '.*dir_model.pt': it is a directory, not a TorchScript archive" -- print "$work/dir_model.pt"
+expect_error 1 "cannot read model file '.*dir_model.pt': it is a directory, not a TorchScript archive" -- \
+  quantize "$work/dir_model.pt" -o "$out" --dynamic
+"$python" -c "import torch, sys; torch.save(torch.randn(8, 4), sys.argv[1])" "$work/plain_calib.pt"
+expect_error 1 "calibration data '.*plain_calib.pt' batch 0: input %xs is declared List\[Tensor\], and the value given is a Tensor" -- \
+  quantize "$work/list_input.pt" -o "$out" --calib "$work/plain_calib.pt" -q
+"$python" - "$work" <<'EOF'
+import sys, torch
+class ConvBn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2)
+    def forward(self, x):
+        return self.bn(self.conv(x))
+torch.jit.trace(ConvBn(), torch.rand(1, 1, 8, 8)).save(f'{sys.argv[1]}/training_mode.pt')  # never .eval()
+torch.save(torch.zeros(1, 1, 28, 28).expand(20_000_000, 1, 28, 28), f'{sys.argv[1]}/expanded.pt')
+class Unused(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner, self.fc = torch.nn.Linear(4, 4), torch.nn.Linear(4, 2)
+    def forward(self, x):
+        return self.fc(x)  # never calls self.inner
+torch.jit.trace(Unused().eval(), torch.rand(2, 4)).save(f'{sys.argv[1]}/unused.pt')
+EOF
+expect_error 1 "model '.*training_mode.pt' was saved in training mode \(module 'bn', torch.nn.BatchNorm2d, has training=True\): save it after model.eval\(\), or fine-tune it with --qconfig qat" -- \
+  quantize "$work/training_mode.pt" -o "$out" --calib "$source_dir/examples/fashion_mnist/sample_batch.pt" -q
+expect_error 1 "calibration data: data '.*expanded.pt' \(20000000 items of \[1, 28, 28\], read into batches\) needs 62.7 GB" -- \
+  quantize "$demo_cnn" -o "$out" --calib "$work/expanded.pt" -q
+echo '{"output_quantized_idxs": [0, 1]}' >"$work/two_outputs.json"
+expect_error 1 "two_outputs.json: output_quantized_idxs: must be \[\] or \[0\]" -- \
+  quantize "$demo_cnn" -o "$out" --calib "$source_dir/examples/fashion_mnist/sample_batch.pt" --prepare-custom-config "$work/two_outputs.json" -q
+echo '{"standalone_module_name": [["fc", null, null, {}, null]]}' >"$work/standalone_leaf.json"
+expect_error 1 "standalone_leaf.json: the PrepareCustomConfig names the standalone module \"fc\", which the model file '.*unused.pt' does not call as a graph of its own \(a leaf such as Linear or Conv2d is quantized in place, and torch.jit.freeze inlines modules\)" -- \
+  quantize "$work/unused.pt" -o "$out" --dynamic --prepare-custom-config "$work/standalone_leaf.json" -q
 expect_error 1 "ONNX export: input %xs is a List\[Tensor\]; ONNX inputs are tensors" -- \
   export "$work/list_input.pt" -o "$work/list.onnx" --input-shape 8,4
+# The written model runs once on a calibration batch before it is kept. qnnpack's add fails when an input's
+# scale is below 2^-14 of the output's (a branch scaled by 1e-6): the error names the node and no file is left;
+# --fallback-on-failure leaves that add float, and the file then runs in PyTorch.
+"$python" - "$work" <<'EOF'
+import sys, torch
+class TinyBranch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Conv2d(3, 4, 3), torch.nn.Conv2d(3, 4, 3)
+    def forward(self, x):
+        return self.a(x) + self.b(x) * 1e-6
+torch.manual_seed(0)
+torch.jit.trace(TinyBranch().eval(), torch.rand(1, 3, 8, 8)).save(f'{sys.argv[1]}/tiny_branch.pt')
+torch.save(torch.rand(4, 3, 8, 8), f'{sys.argv[1]}/tiny_branch_calib.pt')
+EOF
+expect_error 1 "export: the model written to '.*never.pt' fails when it runs \(torch::jit::load, one calibration batch\) at node %add_1: Error in QNNPACK: failed to create add operator .* scale ratio must be in .* range \(--fallback-on-failure leaves the node float\)" -- \
+  quantize "$work/tiny_branch.pt" -o "$out" --engine qnnpack --calib "$work/tiny_branch_calib.pt" --batch-size 2 -q
+[ ! -e "$out" ] || fail "a model that fails on its calibration batch was written"
+"$qfx" quantize "$work/tiny_branch.pt" -o "$work/tiny_branch_int8.pt" --engine qnnpack --fallback-on-failure \
+  --calib "$work/tiny_branch_calib.pt" --batch-size 2 -q 2>"$work/err" || fail "--fallback-on-failure: $(cat "$work/err")"
+grep -q "^qfx: warning: node %add stays float: export: .* at node %add_1: Error in QNNPACK" "$work/err" || fail "no warning naming %add: $(cat "$work/err")"
+"$python" -c "
+import sys, torch
+torch.backends.quantized.engine = 'qnnpack'
+m = torch.jit.load(sys.argv[1])
+assert 'quantized.add' not in m.code, m.code
+m(torch.load(sys.argv[2])[:2])" "$work/tiny_branch_int8.pt" "$work/tiny_branch_calib.pt" || fail "the fallback model does not run"
 [ ! -e "$out" ] || fail "an error left an output file behind"
 ls -A "$work" | grep -q '\.qfx-' && fail "an error left a temporary file behind"
 ls core* >/dev/null 2>&1 && fail "a core file was written"

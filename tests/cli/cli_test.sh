@@ -210,12 +210,21 @@ grep -q "^%tconv1d not lowered as special pattern: cannot build torch.ao.nn.quan
   --report "$work/r18_report.json" 2>"$work/quantize_err.txt" || fail "quantize resnet18 exited $?: $(cat "$work/quantize_err.txt")"
 "$python" "$source_dir/tests/cli/check_quantize.py" "$source_dir" "$fixtures" resnet18 onednn "$work/calib.pt" 4 \
   "$work/r18_int8.pt" "$work/r18_report.json" || fail "quantize resnet18 differs from PyTorch"
-"$python" - "$work/r18_report.json" <<'EOF' || fail "quantize report lacks fields"
+"$python" - "$work/r18_report.json" "$fixtures/resnet18.fx.json" <<'EOF' || fail "quantize report lacks fields"
 import json, sys
 r = json.load(open(sys.argv[1]))
+assert r['schema_version'] == 2, r.get('schema_version')
 assert set(r['timings']) == {'import_s', 'prepare_s', 'calibrate_s', 'convert_s', 'export_s'}, r['timings']
+# name, op and target as torch.fx's symbolic_trace gives them (a call_module's target is its module path)
+fx = [(n['name'], n['op'], n['target']) for n in json.load(open(sys.argv[2]))['nodes'] if n['op'] not in ('placeholder', 'output')]
+assert [(n['name'], n['op'], n['target']) for n in r['nodes']] == fx
 conv1 = next(n for n in r['nodes'] if n['name'] == 'conv1')
 assert conv1['quantized'] and conv1['mode'] == 'static', conv1
+assert conv1['target'] == 'conv1' and conv1['module_type'] == 'torch.nn.Conv2d', conv1
+block = next(n for n in r['nodes'] if n['name'] == 'layer1_0_conv1')
+assert block['target'] == 'layer1.0.conv1' and block['module_type'] == 'torch.nn.Conv2d', block
+add = next(n for n in r['nodes'] if n['name'] == 'add')
+assert add['target'] == 'operator.add' and 'module_type' not in add, add
 assert conv1['weight_qparams']['qscheme'] == 'torch.per_channel_symmetric', conv1
 relu = next(n for n in r['nodes'] if n['name'] == 'relu')
 assert relu['fused_into'] == 'bn1' and relu['quantized'], relu
@@ -230,6 +239,30 @@ assert modes['fc2'] == 'dynamic', modes
 m = torch.jit.load(sys.argv[2])
 assert 'linear_dynamic' in m.code, m.code
 m(torch.load(sys.argv[3]))
+EOF
+# The static LSTM (custom module): its (h, c) argument listed as its parts, its gates' observers under its node.
+cat >"$work/lstm_prepare.json" <<'JSON'
+{"float_to_observed_custom_module_class": {"static": {"torch.nn.LSTM": "torch.ao.nn.quantizable.LSTM"}}}
+JSON
+cat >"$work/lstm_convert.json" <<'JSON'
+{"observed_to_quantized_custom_module_class": {"static": {"torch.ao.nn.quantizable.LSTM": "torch.ao.nn.quantized.LSTM"}}}
+JSON
+"$python" -c "import sys, torch; torch.save([torch.load(sys.argv[1])], sys.argv[2])" "$fixtures/suite/static_lstm.input.pt" \
+  "$work/static_lstm_calib.pt"  # one batch of three inputs
+"$qfx" quantize "$fixtures/suite/static_lstm.pt" -o "$work/static_lstm_int8.pt" --calib "$work/static_lstm_calib.pt" \
+  --prepare-custom-config "$work/lstm_prepare.json" --convert-custom-config "$work/lstm_convert.json" \
+  --report "$work/static_lstm.json" -q || fail "quantize the static LSTM exited $?"
+"$python" - "$work/static_lstm.json" <<'EOF' || fail "the static LSTM's report"
+import json, sys
+nodes = json.load(open(sys.argv[1]))['nodes']
+lstm = next(n for n in nodes if n.get('module_type') == 'torch.nn.LSTM')
+assert lstm['target'] == 'lstm', lstm
+state = lstm['input_qparams'][1]
+assert isinstance(state, list) and len(state) == 2 and all(q['dtype'] == 'torch.quint8' for q in state), state
+gates = lstm['internal_qparams']
+for gate in ('igates', 'hgates', 'gates', 'fgate_cx', 'igate_cgate', 'ogate_cy'):
+    assert f'layers.0.layer_fw.cell.{gate}.activation_post_process' in gates, (gate, sorted(gates))
+assert all('scale' in q for q in gates.values()), gates
 EOF
 expect_error 1 "calibration data '.*calib_bad_shape.pt' batch 0: .*conv1" -- quantize "$fixtures/resnet18.pt" \
   -o "$work/bad.pt" --calib "$work/calib_bad_shape.pt"
@@ -470,6 +503,27 @@ for name, e in suite['layers'].items():
     assert abs(ours[name]['sqnr_db'] - e['sqnr_db']) < 1e-3, (name, ours[name], e)
     assert abs(float(table[name][2]) - e['sqnr_db']) < 0.006, (name, table[name], e)
 assert abs(float(table['output'][2]) - suite['output']['sqnr_db']) < 0.006
+# each row's float node in FX's words: op, target (a module path for call_module) and the module's class apart
+for layer in ours.values():
+    assert layer['op'] in ('call_module', 'call_function', 'call_method'), layer
+    assert ('module_type' in layer) == (layer['op'] == 'call_module'), layer
+    assert not layer['target'].startswith('torch.nn.') or layer['op'] != 'call_module', layer
+PY
+"$python" -c "import json, sys; r = json.load(open(sys.argv[1])); del r['schema_version']; json.dump(r, open(sys.argv[2], 'w'))" \
+  "$work/cmp_quantize.json" "$work/old_report.json"  # a report of qfx before schema version 2
+expect_error 1 "--quantize: '.*old_report.json' is a report of schema version 1; this qfx reads version 2 \(run qfx quantize --report again\)" -- \
+  report --quantize "$work/old_report.json" --json "$work/r_old.json"
+# Around a leaf kept whole (nn.MultiheadAttention, run as TorchScript): each row pairs a node with itself
+"$python" -c "import sys, torch; torch.save(torch.rand(10, 2, 8), sys.argv[1])" "$work/mha_data.pt"
+"$qfx" quantize "$fixtures/suite/multihead_attention.pt" -o "$work/mha_int8.pt" --calib "$work/mha_data.pt" \
+  --batch-size 5 -q 2>/dev/null || fail "quantize multihead_attention exited $?"
+"$qfx" compare "$fixtures/suite/multihead_attention.pt" "$work/mha_int8.pt" --data "$work/mha_data.pt" --batch-size 5 \
+  -q --json "$work/mha_cmp.json" >/dev/null 2>&1 || fail "compare multihead_attention exited $?"
+"$python" - "$work/mha_cmp.json" <<'PY' || fail "compare pairs rows wrongly around the attention leaf"
+import json, sys
+layers = json.load(open(sys.argv[1]))['layers']
+assert [(l['name'], l['float_node']) for l in layers] == [('fc1', 'fc1'), ('attn', 'attn'), ('fc2', 'fc2')], layers
+assert all(l['sqnr_db'] > 20 for l in layers), layers
 PY
 "$qfx" eval "$demo_model" --data "$fmnist/t10k-images-idx3-ubyte.gz" "${norm[@]}" --limit-batches 2 -q \
   --json "$work/eval_small.json" >/dev/null || fail "eval for the report exited $?"
@@ -487,7 +541,7 @@ expect_error 1 "--eval takes NAME=FILE.json, got 'eval_small.json'" -- report --
 expect_error 1 "--compare: '.*cmp_quantize.json' is not the output of qfx compare --json" -- \
   report --compare "$work/cmp_quantize.json" --json "$work/r2.json"
 [ ! -e "$work/r2.json" ] || fail "report wrote a file on error"
-expect_error 1 "compare: no node of the float model has a match" -- compare "$fixtures/linear_relu.pt" \
+expect_error 1 "compare: no node of '.*linear_relu.pt' has a match in '.*cmp_int8.pt' \(was it made from that float model\?\)" -- compare "$fixtures/linear_relu.pt" \
   "$work/cmp_int8.pt" --data "$fixtures/compare_data.pt"
 "$python" -c "import torch; x = torch.load('$fixtures/compare_data.pt'); x[3, 0, 0, 0] = float('nan'); torch.save(x, '$work/compare_nan.pt')"
 expect_error 1 "data '.*compare_nan.pt' batch 0 holds NaN or infinite values" -- compare "$fixtures/compare_model.pt" \
@@ -583,6 +637,33 @@ expect_error 1 "--train needs --qconfig qat" -- quantize "$demo_model" -o "$work
 expect_error 1 "training data '.*calib.pt' batch 0: no labels \(training needs labelled data\)" -- quantize "$demo_model" -o "$work/t.pt" \
   --qconfig qat --train "$work/calib.pt"
 [ ! -e "$work/t.pt" ] || fail "quantize --train wrote a file on error"
+
+# A quantized mean that LibTorch 1.13 cannot run on the calibrated shape (a channels_last_3d tensor whose reduced
+# dimensions are all 1: s3d's classifier) stays float with one warning naming it, and the written file runs.
+"$python" - "$work" <<'EOF'
+import sys, torch
+class Classifier3d(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv3d(3, 8, 3, padding=1)
+        self.pool = torch.nn.AvgPool3d((2, 7, 7), stride=1)
+        self.classifier = torch.nn.Conv3d(8, 5, 1)
+    def forward(self, x):
+        return torch.mean(self.classifier(self.pool(torch.relu(self.conv(x)))), dim=(2, 3, 4))
+torch.manual_seed(0)
+torch.jit.trace(Classifier3d().eval(), torch.rand(1, 3, 2, 7, 7)).save(f'{sys.argv[1]}/classifier3d.pt')
+torch.save(torch.rand(2, 3, 2, 7, 7), f'{sys.argv[1]}/classifier3d_calib.pt')
+EOF
+"$qfx" quantize "$work/classifier3d.pt" -o "$work/classifier3d_int8.pt" --calib "$work/classifier3d_calib.pt" \
+  --batch-size 1 -q 2>"$work/err" || fail "classifier3d: $(cat "$work/err")"
+[ "$(cat "$work/err")" = "qfx: warning: node %mean stays float: LibTorch 1.13's quantized mean cannot reduce a channels_last_3d tensor whose reduced dimensions are all 1" ] ||
+  fail "classifier3d: not one warning naming %mean: $(cat "$work/err")"
+"$python" -c "
+import sys, torch
+torch.backends.quantized.engine = 'onednn'
+m = torch.jit.load(sys.argv[1])
+assert m(torch.load(sys.argv[2])[:1]).shape == (1, 5)" "$work/classifier3d_int8.pt" "$work/classifier3d_calib.pt" ||
+  fail "classifier3d: the written file does not run"
 
 # --- ONNX ------------------------------------------------------------------
 # quantize -o X.onnx: a checked ONNX model (ONNX's magic: a ModelProto starting with ir_version, field 1)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The output writer, through the CLI: qfx never replaces what is not a regular
-# file (/dev/full, a fifo, a directory), writes through symlinks, refuses to
-# overwrite its own inputs (unless --force), leaves an existing file untouched
-# and no temporary file behind when a write fails (a full disk included), gives
-# one whole file when two processes write the same path, and treats a failed
-# write to standard output as an error.
+# The output writer, through the CLI: qfx writes a stream (a pipe, terminal
+# or character device: /dev/stdout, a fifo, /dev/full) in place, never
+# replaces anything else that is not a regular file (a directory), writes
+# through symlinks, refuses to overwrite its own inputs (unless --force),
+# leaves every existing output untouched and no temporary file behind when
+# any of a command's writes fails (a full disk included: outputs are all or
+# nothing), gives one whole file when two processes write the same path, and
+# treats a failed write to standard output as an error.
 #   outputs_test.sh QFX_BINARY FIXTURES_DIR PYTHON SOURCE_DIR
 set -u
 qfx=$1
@@ -31,13 +33,27 @@ cnn="$source_dir/examples/fashion_mnist/fashion_cnn.pt"
 batch="$source_dir/examples/fashion_mnist/sample_batch.pt"
 run_to() { "$qfx" run "$model" --input "$input" -o "$@"; }
 
-# --- what is not a regular file is never replaced ---------------------------
-expect_error 1 "cannot write '/dev/full': it is a character device, not a regular file" -- \
+# --- streams (pipes, terminals, character devices) are written in place; ------
+# --- what is neither a stream nor a regular file is never replaced -------------
+expect_error 1 "cannot write '/dev/full': No space left on device" -- \
   quantize "$cnn" -o /dev/full --calib "$batch" -q
 [ -c /dev/full ] || fail "/dev/full is no longer a character device"
 mkfifo "$work/fifo"
-expect_error 1 "cannot write '.*fifo': it is a fifo, not a regular file" -- run "$model" --input "$input" -o "$work/fifo"
+expect_error 1 "cannot write '.*fifo': no process reads the fifo" -- run "$model" --input "$input" -o "$work/fifo"
 [ -p "$work/fifo" ] || fail "the fifo was replaced"
+cat "$work/fifo" >"$work/from_fifo.pt" &
+reader=$!
+sleep 0.2  # the reader opens the fifo
+run_to "$work/fifo" || fail "run -o FIFO with a reader exited $?"
+wait "$reader"
+run_to "$work/direct.pt" && cmp -s "$work/from_fifo.pt" "$work/direct.pt" || fail "run -o FIFO wrote other bytes"
+"$qfx" quantize "$cnn" -o "$work/stdout_report.pt" --calib "$batch" -q --report /dev/stdout | \
+  "$python" -c "import json, sys; assert json.load(sys.stdin)['schema_version'] == 2" \
+  || fail "quantize --report /dev/stdout (a pipe) is not the report"
+"$qfx" quantize "$cnn" -o "$work/null_report.pt" --calib "$batch" -q --report /dev/null || fail "--report /dev/null exited $?"
+[ -c /dev/null ] || fail "/dev/null is no longer a character device"
+expect_error 1 "cannot write '/dev/stdout': standard output carries this command's own text" -- \
+  compare "$cnn" "$work/null_report.pt" --data "$batch" --json /dev/stdout
 mkdir "$work/dir"
 expect_error 1 "cannot write '.*dir': it is a directory" -- quantize "$cnn" -o "$work/dir" --calib "$batch" -q
 expect_error 1 "cannot write '.*missing/out.pt': directory '.*missing': No such file or directory" -- \
@@ -105,7 +121,14 @@ if [ "$(id -u)" -eq 0 ] && mkdir "$work/small" && mount -t tmpfs -o size=64k tmp
   expect_error 1 "cannot write '.*report.html': No space left on device" -- \
     quantize "$cnn" -o "$work/q_small.pt" --calib "$batch" --report-html "$work/small/report.html" -q
   [ ! -e "$work/small/report.html" ] || fail "a full disk left a partial report"
+  [ ! -e "$work/q_small.pt" ] || fail "a report that failed left the model it came with (outputs are all or nothing)"
+  echo keep >"$work/q_kept.pt"
+  head -c 1M /dev/zero >"$work/small/filler" 2>/dev/null  # the disk full
+  expect_error 1 "cannot write '.*small/report.json': No space left on device" -- \
+    quantize "$cnn" -o "$work/q_kept.pt" --calib "$batch" --report "$work/small/report.json" -q
+  [ "$(cat "$work/q_kept.pt")" = keep ] || fail "a report that failed replaced the existing model"
   no_temporaries "$work/small"
+  no_temporaries "$work"
   umount "$work/small" && mounted=""
 else
   echo "SKIP: full-disk case (needs root and a tmpfs mount)"

@@ -3,14 +3,14 @@
 // on loopback, Gloo all-reduce); each observes the batches
 // dist::owns_batch gives it, as `qfx quantize --workers` does.
 
-#include "qfx/distributed.h"
+#include "qfx/dist/distributed.h"
 #include "qfx/quant/calibration_observers.h"
 #include "qfx/quant/fake_quantize.h"
 #include "qfx/quant/histogram_observer.h"
 #include "qfx/quant/min_max_observers.h"
 #include "qfx/quant/simple_observers.h"
 
-#include "../../src/quant/range_search.h"
+#include "qfx/quant/range_search.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -181,22 +181,22 @@ TEST(DistMerge, HistogramMergeKeepsTheCountAndIgnoresRankOrder) {
 }
 
 TEST(DistMerge, MergeHistogramsDoesNotDependOnThePartsOrder) {
-  using quant::detail::BinnedCounts;
+  using quant::BinnedCounts;
   std::vector<BinnedCounts> parts = {{{1, 2, 3, 4}, -1.0, 1.0}, {{5, 0, 0, 1}, -2.0, 0.5}, {{7, 0, 0, 0}, 0.25, 0.25}};
-  BinnedCounts one = quant::detail::merge_histograms(parts, 8);
+  BinnedCounts one = quant::merge_histograms(parts, 8);
   std::reverse(parts.begin(), parts.end());
-  BinnedCounts two = quant::detail::merge_histograms(parts, 8);
+  BinnedCounts two = quant::merge_histograms(parts, 8);
   EXPECT_EQ(one.counts, two.counts);
   EXPECT_EQ(one.lo, -2.0);
   EXPECT_EQ(one.hi, 1.0);
   EXPECT_DOUBLE_EQ(one.total(), 23.0);
   // The point mass at 0.25 lands in bin floor((0.25 + 2) / 3 * 8) = 6; one
   // count over [-2, 1] in one bin spreads evenly over the eight.
-  BinnedCounts point = quant::detail::merge_histograms({parts[0], {{1}, -2.0, 1.0}}, 8);
+  BinnedCounts point = quant::merge_histograms({parts[0], {{1}, -2.0, 1.0}}, 8);
   EXPECT_DOUBLE_EQ(point.counts[6], 7.125);
   EXPECT_DOUBLE_EQ(point.counts[0], 0.125);
   // Parts over the union range add exactly.
-  BinnedCounts equal = quant::detail::merge_histograms({{{1, 2}, 0, 1}, {{3, 5}, 0, 1}}, 2);
+  BinnedCounts equal = quant::merge_histograms({{{1, 2}, 0, 1}, {{3, 5}, 0, 1}}, 2);
   EXPECT_EQ(equal.counts, (std::vector<double>{4, 7}));
 }
 

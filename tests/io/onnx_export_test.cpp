@@ -304,6 +304,33 @@ TEST(OnnxExportOracle, MovesPadsAndFloorArithmeticAreLibTorchs) {
   test::keep_for_onnx("onnx_moves_pads_floor_arithmetic", *gm, inputs, expected, expected, 0);
 }
 
+// roll, narrow and repeat_interleave along dim 0: refused with a symbolic
+// batch (its extent is not known), LibTorch's ops with --static-batch
+// (onnx_runtime runs the model).
+TEST(OnnxExportOracle, MovesAlongDimZeroWithAStaticBatchAreLibTorchs) {
+  auto gm = std::make_unique<ir::GraphModule>();
+  ir::Graph& g = gm->graph();
+  ir::Node* x = g.placeholder("x");
+  std::vector<ir::Argument> outs = {
+      g.call_function("torch.roll", {x, ir::Argument::list({int64_t{1}}), ir::Argument::list({int64_t{0}})}),
+      g.call_method("narrow", {x, int64_t{0}, int64_t{1}, int64_t{2}}),
+      g.call_method("repeat_interleave", {x, int64_t{3}, int64_t{0}}),
+  };
+  g.output(ir::Argument::tuple(outs));
+  std::vector<c10::IValue> inputs = {torch::arange(3 * 2 * 4, torch::kFloat).reshape({3, 2, 4})};
+  c10::IValue expected = ir::Interpreter(*gm).run(inputs);
+  EXPECT_NE(test::error_of([&] {
+              exported(*gm, inputs);
+            }).find("torch.roll along dim 0, the symbolic batch, has no ONNX form here (--static-batch fixes it)"),
+            std::string::npos);
+  io::OnnxExportOptions fixed;
+  fixed.dynamic_batch = false;
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(io::onnx_model_bytes(*gm, inputs, fixed)));
+  EXPECT_EQ(model.graph().output(2).type().tensor_type().shape().dim(0).dim_value(), 9);
+  test::keep_for_onnx("onnx_moves_along_dim_zero", *gm, inputs, expected, expected, 0, nullptr, fixed);
+}
+
 // With a symbolic batch, a size that does not change with the batch is a
 // constant (the input's declared shape fixes it): the pads below are
 // initializers; the batch's size stays a Shape op. A static batch folds both.

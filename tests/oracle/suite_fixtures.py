@@ -329,6 +329,19 @@ class WindowOps(nn.Module):
         return self.conv2(x) + bias.mean()
 
 
+class IntPower(nn.Module):
+    """Size arithmetic with `**`: Python's int ** int is an int, TorchScript's a float."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        x = self.conv(x)
+        n = x.size(1) ** 2
+        return torch.flatten(x, 1)[:, :n] * 2
+
+
 class Attention(nn.Module):
     """nn.MultiheadAttention between linears: FX keeps it whole (a torch.nn leaf), float."""
 
@@ -374,6 +387,18 @@ class MaxPool3d(nn.Module):
 
     def forward(self, x):
         return self.conv2(F.max_pool3d(self.pool(self.conv1(x)), 1))
+
+
+class CellPart(nn.Module):
+    """An LSTMCell whose caller reads only its h (part 0) or only its c (part 1): the trace returns that one."""
+
+    def __init__(self, part):
+        super().__init__()
+        self.part = part
+        self.cell, self.fc = nn.LSTMCell(4, 6), nn.Linear(6, 3)
+
+    def forward(self, x, h, c):
+        return self.fc(self.cell(x, (h, c))[self.part])
 
 
 class Cells(nn.Module):
@@ -657,6 +682,7 @@ CASES = [
     ('assert_warn', AssertWarn, IMG2, 'static', onednn, 'native'),
     ('window_ops', lambda: WindowOps(False), rand(1, 3, 5, 5), 'static', onednn, 'native'),
     ('window_mask_assignment', lambda: WindowOps(True), rand(1, 3, 5, 5), 'static', onednn, 'native'),
+    ('int_power', IntPower, rand(1, 3, 5, 5), 'static', onednn, 'native'),
     # transformers: MultiheadAttention stays whole and float, as in FX; qfx traces through the encoder
     ('multihead_attention', Attention, rand(5, 2, 8), 'static', onednn, 'native'),
     ('dynamic_multihead_attention', Attention, rand(5, 2, 8), 'dynamic', global_qconfig(default_dynamic_qconfig),
@@ -720,6 +746,10 @@ CASES = [
     ('dynamic_cells_with_state', Cells, cell_inputs, 'dynamic', global_qconfig(per_channel_dynamic_qconfig),
      'native'),
     ('cells_static', Cells, cell_inputs, 'static', onednn, 'native'),
+    ('dynamic_lstm_cell_h_only', lambda: CellPart(0), cell_inputs, 'dynamic', global_qconfig(default_dynamic_qconfig),
+     'native'),
+    ('dynamic_lstm_cell_c_only', lambda: CellPart(1), cell_inputs, 'dynamic', global_qconfig(default_dynamic_qconfig),
+     'native'),
     ('dynamic_lstm_output', lambda: RecurrentOutput(nn.LSTM), rand(5, 2, 4), 'dynamic',
      global_qconfig(default_dynamic_qconfig), 'native'),
     ('gru_output', lambda: RecurrentOutput(nn.GRU), rand(5, 2, 4), 'static', onednn, 'native'),
@@ -783,8 +813,8 @@ QFX_DIFFERS = {'dynamic_gru': GRU_DYNAMIC, 'dynamic_gru_state_2_layers_bidirecti
                'dynamic_gru_per_channel': GRU_DYNAMIC, 'dynamic_gru_output': GRU_DYNAMIC}
 # Scripted files qfx cannot take, and why.
 NOT_SCRIPTED = {
-    'window_mask_assignment': 'TorchScript compiles `mask[a:b, c:d] = 1.0` to copy_ from a tensor made with the '
-                              'view\'s dtype and device, which qfx does not read back as an assignment',
+    'int_power': 'TorchScript types `int ** int` as float (aten::pow.int), which a slice bound refuses: '
+                 'the model does not script',
 }
 
 # Cases quantizing nn.LSTM statically as PyTorch's custom module LSTM.

@@ -1,6 +1,7 @@
 // The HistogramObserver kernels against the ATen ops they replace: the same
 // float bits on random data of many shapes and ranges.
 
+#include "../../src/quant/histc.h"
 #include "../../src/quant/histogram_math.h"
 
 #include "support/simd_paths.h"

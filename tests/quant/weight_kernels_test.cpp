@@ -1,7 +1,7 @@
 // The weight kernels against the ATen ops they replace: the same values on
 // random weights of many shapes, with ties, NaN, infinities and huge values.
 
-#include "../../src/quant/weight_kernels.h"
+#include "qfx/quant/weight_kernels.h"
 
 #include "support/simd_paths.h"
 
@@ -11,7 +11,7 @@
 #include <cmath>
 #include <tuple>
 
-namespace qfx::quant::detail {
+namespace qfx::quant {
 namespace {
 
 /// Runs `body` with the file's AVX2 paths on (where the CPU has them) and off.
@@ -145,4 +145,4 @@ void row_min_max_like_aten() {
 TEST(WeightKernels, RowMinMaxLikeATen) { with_and_without_avx2(row_min_max_like_aten); }
 
 }  // namespace
-}  // namespace qfx::quant::detail
+}  // namespace qfx::quant

@@ -8,7 +8,7 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/quant/qconfig_mapping.h"
 #include "qfx/quantize.h"
-#include "qfx/sensitivity.h"
+#include "qfx/accuracy/sensitivity.h"
 #include "support/fixtures.h"
 
 #include <ATen/ATen.h>
@@ -70,7 +70,7 @@ TEST(Sensitivity, TheLayerMadeSensitiveRanksFirst) {
   SensitivityReport report = analyze_sensitivity(*t.trials);
   ASSERT_EQ(report.nodes.size(), 3u);
   EXPECT_EQ(report.nodes[0].node.name, "fc2");
-  EXPECT_EQ(report.nodes[0].node.type, "torch.ao.nn.intrinsic.LinearReLU");
+  EXPECT_EQ(report.nodes[0].node.module_type, "torch.ao.nn.intrinsic.LinearReLU");
   // fc2 float: the others' int8 error only; fc2 alone quantized: most of the error
   EXPECT_GT(report.nodes[0].only_float, report.quantized_score + 10);
   for (size_t i = 1; i < 3; ++i) {

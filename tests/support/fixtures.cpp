@@ -153,7 +153,8 @@ std::string first_difference(const std::vector<std::string>& a, const std::vecto
 namespace qfx::test {
 
 void keep_for_python(const std::string& name, const std::string& exported, const std::vector<c10::IValue>& inputs,
-                     const c10::IValue& output, double tolerance, bool relative, const std::string& engine) {
+                     const c10::IValue& output, double tolerance, bool relative, const std::string& engine,
+                     bool host_sequence) {
   const char* dir = std::getenv("QFX_EXPORT_DIR");
   if (dir == nullptr) return;
   std::filesystem::create_directories(dir);
@@ -161,8 +162,10 @@ void keep_for_python(const std::string& name, const std::string& exported, const
   std::filesystem::copy_file(exported, base + ".pt", std::filesystem::copy_options::overwrite_existing);
   io::save_value(c10::ivalue::Tuple::create(inputs), base + "_inputs.pt");
   io::save_value(output, base + "_output.pt");
-  nlohmann::json record = {{"model", name + ".pt"},  {"inputs", name + "_inputs.pt"}, {"output", name + "_output.pt"},
-                           {"tolerance", tolerance}, {"relative", relative},          {"engine", engine}};
+  nlohmann::json record = {{"model", name + ".pt"},         {"inputs", name + "_inputs.pt"},
+                           {"output", name + "_output.pt"}, {"tolerance", tolerance},
+                           {"relative", relative},          {"engine", engine},
+                           {"host_sequence", host_sequence}};
   std::ofstream(base + ".json") << record.dump(1) << "\n";
 }
 
@@ -193,14 +196,14 @@ void write_raw(const c10::IValue& value, const std::string& path) {
 
 void keep_for_onnx(const std::string& name, const ir::GraphModule& reference_model,
                    const std::vector<c10::IValue>& inputs, const c10::IValue& reference, const c10::IValue& lowered,
-                   double step, const std::vector<c10::IValue>* example) {
+                   double step, const std::vector<c10::IValue>* example, const io::OnnxExportOptions& options) {
   const char* dir = std::getenv("QFX_EXPORT_DIR");
   if (dir == nullptr) return;
   std::string base = std::string(dir) + "/onnx/" + name;
   std::filesystem::create_directories(std::string(dir) + "/onnx");
   nlohmann::json record = {{"name", name}, {"step", step}};
   try {
-    std::string bytes = io::onnx_model_bytes(reference_model, example != nullptr ? *example : inputs);
+    std::string bytes = io::onnx_model_bytes(reference_model, example != nullptr ? *example : inputs, options);
     std::ofstream(base + ".onnx", std::ios::binary) << bytes;
     record["model"] = name + ".onnx";
   } catch (const c10::Error& e) {

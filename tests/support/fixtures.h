@@ -2,6 +2,8 @@
 // Access to the oracle's fixtures (tests/oracle/make_fixtures.py), whose
 // directory CTest passes in QFX_FIXTURES.
 
+#include "qfx/io/onnx_export.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <nlohmann/json.hpp>
@@ -94,8 +96,13 @@ namespace qfx::test {
 /// for tests/oracle/check_exported.py to run in Python: Python's
 /// `torch.jit.load` must give the interpreter's output within `tolerance`
 /// (relative to max |output| when `relative`, else absolute) on `engine`.
+/// With `host_sequence`, Python runs the model on the first 1 or 8 samples of
+/// input 0 under the thread counts and batch sizes of
+/// OracleExportHost.SurvivesThreadAndBatchChanges, each sample's output the
+/// same bit for bit.
 void keep_for_python(const std::string& name, const std::string& exported, const std::vector<c10::IValue>& inputs,
-                     const c10::IValue& output, double tolerance, bool relative, const std::string& engine);
+                     const c10::IValue& output, double tolerance, bool relative, const std::string& engine,
+                     bool host_sequence = false);
 
 /// When QFX_EXPORT_DIR is set, exports the reference model `reference_model`
 /// to ONNX for tests/onnx/check_onnx_runtime.js to run in ONNX Runtime, as
@@ -108,6 +115,7 @@ void keep_for_python(const std::string& name, const std::string& exported, const
 /// when given (other sizes than the symbolic dims the check runs with).
 void keep_for_onnx(const std::string& name, const ir::GraphModule& reference_model,
                    const std::vector<c10::IValue>& inputs, const c10::IValue& reference, const c10::IValue& lowered,
-                   double step, const std::vector<c10::IValue>* example = nullptr);
+                   double step, const std::vector<c10::IValue>* example = nullptr,
+                   const io::OnnxExportOptions& options = {});
 
 }  // namespace qfx::test

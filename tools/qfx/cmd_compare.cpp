@@ -1,6 +1,6 @@
 // `qfx compare FLOAT.pt QUANT.pt --data DATA`: per-layer SQNR, normalized L2
 // error and cosine similarity of a quantized model against its float model
-// (qfx/numeric_compare.h), over data batches.
+// (qfx/accuracy/numeric_compare.h), over data batches.
 
 #include "commands.h"
 #include "config_args.h"
@@ -10,7 +10,7 @@
 #include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/torchscript_import.h"
-#include "qfx/numeric_compare.h"
+#include "qfx/accuracy/numeric_compare.h"
 
 #include <nlohmann/json.hpp>
 
@@ -55,21 +55,31 @@ void run(const Options& o) {
   options.max_batches = o.max_batches;
   auto float_model = io::import_torchscript(o.float_model);
   float_model->root().eval();
-  NumericComparison comparison(*float_model, o.quantized_model);
+  std::unique_ptr<NumericComparison> paired;
+  try {
+    paired = std::make_unique<NumericComparison>(*float_model, o.quantized_model);
+  } catch (const c10::Error& e) {
+    bool unmatched = std::string(e.what_without_backtrace()).find("has a match") != std::string::npos;
+    if (!unmatched) throw;
+    TORCH_CHECK(false, "compare: no node of '", o.float_model, "' has a match in '", o.quantized_model,
+                "' (was it made from that float model?)");
+  }
+  NumericComparison& comparison = *paired;
   auto source = io::open_data(o.data, options);
   int64_t items = 0;
   for_each_batch(*source, "data '" + o.data + "'", "compare", o.quiet, [&](const io::Batch& batch, int64_t) {
     comparison.add(batch.inputs);
     items += batch.size();
   });
+  if (!o.json.empty()) {  // first: a failed write prints nothing
+    nlohmann::json j = comparison.to_json();
+    j["float_model"] = o.float_model;
+    j["quantized_model"] = o.quantized_model;
+    j["data"] = o.data;
+    j["items"] = items;
+    io::write_output(o.json, j.dump(1) + "\n", outputs);
+  }
   print_table(comparison);
-  if (o.json.empty()) return;
-  nlohmann::json j = comparison.to_json();
-  j["float_model"] = o.float_model;
-  j["quantized_model"] = o.quantized_model;
-  j["data"] = o.data;
-  j["items"] = items;
-  io::write_output(o.json, j.dump(1) + "\n", outputs);
 }
 
 }  // namespace

@@ -105,8 +105,17 @@ void count(const at::Tensor& logits, const io::Batch& batch, Tally& t) {
   t.items += n;
 }
 
+/// Writes --json first, then the summary: a failed write prints nothing.
 void report(const Options& o, const Tally& t, int64_t batch_size, const io::OutputOptions& outputs) {
   double ms = t.timed_items > 0 ? 1000.0 * t.timed_seconds / t.timed_items : 0;
+  if (!o.json.empty()) {
+    nlohmann::json j = {{"model", o.model},           {"data", o.data},
+                        {"items", t.items},           {"top1", double(t.top1) / t.items},
+                        {"latency_ms_per_image", ms}, {"batch_size", batch_size},
+                        {"classes", t.classes},       {"threads", at::get_num_threads()}};
+    if (t.classes > 5) j["top5"] = double(t.top5) / t.items;
+    io::write_output(o.json, j.dump(1) + "\n", outputs);
+  }
   char line[200];
   std::snprintf(line, sizeof(line), "top-1 %.2f%% (%lld/%lld)", 100.0 * t.top1 / t.items,
                 static_cast<long long>(t.top1), static_cast<long long>(t.items));
@@ -118,13 +127,6 @@ void report(const Options& o, const Tally& t, int64_t batch_size, const io::Outp
   std::snprintf(line, sizeof(line), "\nlatency %.4f ms/image at batch %lld (%.0f images/s, %d threads)\n", ms,
                 static_cast<long long>(batch_size), ms > 0 ? 1000.0 / ms : 0.0, at::get_num_threads());
   std::cout << line;
-  if (o.json.empty()) return;
-  nlohmann::json j = {{"model", o.model},           {"data", o.data},
-                      {"items", t.items},           {"top1", double(t.top1) / t.items},
-                      {"latency_ms_per_image", ms}, {"batch_size", batch_size},
-                      {"classes", t.classes},       {"threads", at::get_num_threads()}};
-  if (t.classes > 5) j["top5"] = double(t.top5) / t.items;
-  io::write_output(o.json, j.dump(1) + "\n", outputs);
 }
 
 void run(const Options& o) {

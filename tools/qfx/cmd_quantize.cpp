@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "config_args.h"
 #include "data_args.h"
+#include "convert_export.h"
 #include "dist_args.h"
 #include "onnx_args.h"
 #include "outputs.h"
@@ -18,13 +19,15 @@
 #include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
+#include "qfx/ir/module_registry.h"
 #include "qfx/passes/pass_manager.h"
+#include "qfx/passes/prepare_state.h"
 #include "qfx/quant/qconfig.h"
-#include "qfx/numeric_compare.h"
+#include "qfx/accuracy/numeric_compare.h"
 #include "qfx/quantize.h"
-#include "qfx/quantize_report.h"
-#include "qfx/report_html.h"
-#include "qfx/sensitivity.h"
+#include "qfx/report/quantize_report.h"
+#include "qfx/report/report_html.h"
+#include "qfx/accuracy/sensitivity.h"
 #include "qfx/quant/qconfig_json.h"
 
 #include <ATen/ATen.h>
@@ -55,7 +58,7 @@ struct Options {
   OnnxArgs onnx;
   DistArgs dist;
   bool dynamic = false, reference = false, print = false, quiet = false, force = false;
-  bool equalize = false, correct_bias = false, adaround = false;
+  bool equalize = false, correct_bias = false, adaround = false, fallback_on_failure = false;
   int64_t adaround_iterations = 500;
 };
 
@@ -74,12 +77,19 @@ class Stopwatch {
 
 /// Runs the prepared model on the calibration data, batch by batch: on this
 /// rank's batches (the others' are skipped unread), until every rank is done.
-void calibrate(ir::GraphModule& gm, const Options& o, Ranks& ranks) {
+/// Returns this rank's first batch, which the written model runs once.
+std::vector<c10::IValue> calibrate(ir::GraphModule& gm, const Options& o, Ranks& ranks) {
   ir::Interpreter interpreter(gm);
+  std::vector<c10::IValue> first;
   for_each_calibration_batch(
       o.calib, o.data_args, o.calib_batches, "calibrate", o.quiet,
-      [&](const io::Batch& batch) { interpreter.run(batch.inputs); }, [&](int64_t index) { return ranks.owns(index); });
+      [&](const io::Batch& batch) {
+        if (first.empty()) first = batch.inputs;
+        interpreter.run(batch.inputs);
+      },
+      [&](int64_t index) { return ranks.owns(index); });
   if (ranks.group() != nullptr) ranks.group()->barrier();
+  return first;
 }
 
 /// `--equalize`, `--adaround`, `--correct-bias`: fuses (batch norms folded), then runs the accuracy passes on the
@@ -129,6 +139,21 @@ void prepare(ir::GraphModule& gm, const quant::QConfigMapping& mapping, const ba
   gm.root().train(false);
 }
 
+/// Post-training quantization calibrates the model as it is: a batch norm or
+/// dropout in training mode (a model saved before model.eval()) would
+/// compute as in training, and fusion refuses it.
+void check_eval_mode(const ir::GraphModule& gm, const Options& o) {
+  if (is_qat(o)) return;
+  for (const auto& item : gm.root().named_modules("", /*include_self=*/false)) {
+    std::string type = ir::module_type_name(*item.value());
+    bool differs = type.find("BatchNorm") != std::string::npos || type.find("Dropout") != std::string::npos;
+    TORCH_CHECK(!differs || !item.value()->is_training(), "model '", o.model, "' was saved in training mode (module '",
+                item.key(), "', ", type,
+                ", has training=True): save it after model.eval(), or fine-tune it with "
+                "--qconfig qat");
+  }
+}
+
 bool falls_back(const Options& o) { return o.max_drop >= 0 || o.max_float_nodes >= 0; }
 
 /// Where --max-drop / --max-float-nodes write the QConfigMapping: --write-qconfig, else beside the output
@@ -169,13 +194,13 @@ nlohmann::json fall_back_to_float(ir::GraphModule& calibrated, const ir::GraphMo
   return result.to_json();
 }
 
-/// The model files' sizes, for the report's table.
-nlohmann::json size_rows(const Options& o) {
+/// The model files' sizes, for the report's table: the float model's, and
+/// the int8 model's as staged (every output is written at the end).
+nlohmann::json size_rows(const Options& o, const io::OutputOptions& outputs) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& [name, file] : {std::pair{"float", o.model}, std::pair{"int8", o.output}}) {
-    if (file == "-") continue;  // written to standard output
-    rows.push_back({{"name", name}, {"file", file}, {"size_bytes", std::filesystem::file_size(file)}});
-  }
+  rows.push_back({{"name", "float"}, {"file", o.model}, {"size_bytes", std::filesystem::file_size(o.model)}});
+  int64_t staged = outputs.batch != nullptr ? outputs.batch->staged_size(o.output) : -1;
+  if (o.output != "-" && staged >= 0) rows.push_back({{"name", "int8"}, {"file", o.output}, {"size_bytes", staged}});
   return rows;
 }
 
@@ -185,7 +210,7 @@ nlohmann::json size_rows(const Options& o) {
 void write_html_report(const ir::GraphModule& converted, ir::GraphModule* float_model, nlohmann::json report,
                        const Options& o, const io::OutputOptions& outputs) {
   report["title"] = "qfx quantize " + std::filesystem::path(o.model).filename().string();
-  report["models"] = size_rows(o);
+  report["models"] = size_rows(o, outputs);
   if (float_model != nullptr) {
     float_model->root().eval();
     NumericComparison comparison(*float_model, graph_activations(converted));
@@ -218,9 +243,10 @@ void check_options(const Options& o) {
 }
 
 /// The work of one rank: import, prepare, train, calibrate; rank 0 (or the
-/// only process) then converts and writes.
-void quantize(const Options& o, Ranks& ranks, const io::OutputOptions& outputs, const std::vector<c10::IValue>& example,
-              bool onnx) {
+/// only process) then converts and stages its outputs. Returns what --print
+/// prints once they are written.
+std::string quantize(const Options& o, Ranks& ranks, const io::OutputOptions& outputs,
+                     const std::vector<c10::IValue>& example, bool onnx) {
   c10::InferenceMode no_autograd(o.train.data.empty());  // training needs autograd from the import on
   use_engine(o.engine);
   backend::BackendConfig backend = backend_from_arg(o.backend);
@@ -233,7 +259,13 @@ void quantize(const Options& o, Ranks& ranks, const io::OutputOptions& outputs, 
   Stopwatch clock;
   nlohmann::json timings;
   auto gm = io::import_torchscript(o.model, import_options(custom));
-  if (!o.prepare_custom_config.empty()) check_custom_config_modules(*gm, custom, o.prepare_custom_config);
+  if (!o.prepare_custom_config.empty()) {
+    check_custom_config_modules(*gm, custom, o.prepare_custom_config,
+                                "the model file '" + o.model +
+                                    "' does not call as a graph of its own (a leaf such "
+                                    "as Linear or Conv2d is quantized in place, and torch.jit.freeze inlines modules)");
+  }
+  check_eval_mode(*gm, o);
   std::vector<ReportNode> float_nodes = report_nodes_of(*gm);
   timings["import_s"] = clock.lap();
   // The float model as imported, for the HTML report's comparison.
@@ -248,13 +280,14 @@ void quantize(const Options& o, Ranks& ranks, const io::OutputOptions& outputs, 
     timings["train_s"] = clock.lap();
   }
   torch::NoGradGuard no_grad;
-  if (!o.calib.empty()) calibrate(*gm, o, ranks);
+  std::vector<c10::IValue> check;  // what the written model runs once before it is kept
+  if (!o.calib.empty()) check = calibrate(*gm, o, ranks);
   timings["calibrate_s"] = clock.lap();
   if (!o.calib.empty() && ranks.group() != nullptr) {
     dist::merge_observers(*gm, *ranks.group());
     timings["merge_s"] = clock.lap();
   }
-  if (!ranks.writes()) return;  // rank 0 converts and writes
+  if (!ranks.writes()) return "";  // rank 0 converts and writes
   ranks.wait_for_workers();
   nlohmann::json fallback;
   if (falls_back(o)) {
@@ -266,23 +299,15 @@ void quantize(const Options& o, Ranks& ranks, const io::OutputOptions& outputs, 
   for (const std::string& name : custom.preserved_attributes) {  // kept into the output file
     convert_custom.preserved_attributes.push_back(name);
   }
-  if (o.reference || onnx) {  // ONNX's QDQ form is made from the reference model
-    convert_to_reference_fx(*gm, backend, custom, convert_custom);
-  } else {
-    convert_fx(*gm, backend, custom, convert_custom);
-  }
-  timings["convert_s"] = clock.lap();
-  if (onnx) {
-    io::export_onnx(*gm, example, o.output, o.onnx.options, outputs);
-  } else {
-    io::export_torchscript(*gm, o.output, outputs);
-  }
-  timings["export_s"] = clock.lap();
-  if (o.print) std::cout << gm->to_string() << "\n";
-  nlohmann::json report = {{"model", o.model}, {"nodes", nodes}, {"timings", timings}};
+  ConvertExport how{o.output, o.reference || onnx, onnx, o.fallback_on_failure, o.onnx.options};
+  gm = convert_and_export(*gm, {backend, custom, convert_custom, check, example}, how, outputs, timings);
+  clock.lap();
+  nlohmann::json report = {
+      {"schema_version", kReportSchemaVersion}, {"model", o.model}, {"nodes", nodes}, {"timings", timings}};
   if (!fallback.is_null()) report["fallback"] = fallback;
   if (!o.report.empty()) io::write_output(o.report, report.dump(1) + "\n", outputs);
   if (!o.report_html.empty()) write_html_report(*gm, float_copy.get(), report, o, outputs);
+  return o.print ? gm->to_string() + "\n" : "";
 }
 
 void run(const Options& given) {
@@ -303,8 +328,12 @@ void run(const Options& given) {
   o.quiet = o.quiet || !ranks.writes();
   TORCH_CHECK(ranks.group() == nullptr || !(o.correct_bias || o.adaround),
               "--correct-bias and --adaround run in one process: not with --workers, --dist-url or torchrun");
+  io::OutputBatch batch;  // the model, reports and QConfigMapping: all or nothing
+  outputs.batch = &batch;
   try {
-    quantize(o, ranks, outputs, example, onnx);
+    std::string printed = quantize(o, ranks, outputs, example, onnx);
+    if (ranks.writes()) batch.commit();
+    std::cout << printed;
   } catch (const c10::Error& e) {
     if (ranks.group() == nullptr) throw;
     TORCH_CHECK(false, ranks.failure_of(e));
@@ -371,6 +400,9 @@ void add_quantize_command(CLI::App& app, Action& action) {
                 "layer's output error on the calibration data (AdaRound)");
   cmd->add_option("--adaround-iters", o->adaround_iterations, "--adaround: Adam steps per layer (default: 500)")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  cmd->add_flag("--fallback-on-failure", o->fallback_on_failure,
+                "when the written model fails on its calibration batch (it runs once before it is kept), leave the "
+                "node it fails at float and convert again, instead of stopping with the error");
   cmd->add_flag("--reference", o->reference, "write the reference model (quantize/dequantize + float ops)");
   cmd->add_option("--report", o->report, "write a per-node JSON report with stage timings")->check(output_file());
   cmd->add_option(

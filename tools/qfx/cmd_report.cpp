@@ -8,7 +8,8 @@
 #include "outputs.h"
 
 #include "qfx/io/tensor_io.h"
-#include "qfx/report_html.h"
+#include "qfx/report/quantize_report.h"
+#include "qfx/report/report_html.h"
 
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
@@ -61,10 +62,13 @@ nlohmann::json model_row(const std::string& spec) {
 void run(const Options& o) {
   TORCH_CHECK(!o.json.empty() || !o.html.empty(), "qfx report: pass --json FILE and/or --html FILE");
   io::OutputOptions outputs = check_outputs({o.json, o.html}, input_files(o), o.force);
-  nlohmann::json report = {{"title", o.title}};
+  nlohmann::json report = {{"schema_version", kReportSchemaVersion}, {"title", o.title}};
   if (!o.quantize.empty()) {
     nlohmann::json q = read_json(o.quantize, "--quantize");
     TORCH_CHECK(q.contains("nodes"), "--quantize: '", o.quantize, "' is not the output of qfx quantize --report");
+    TORCH_CHECK(q.value("schema_version", 1) == kReportSchemaVersion, "--quantize: '", o.quantize,
+                "' is a report of schema version ", q.value("schema_version", 1), "; this qfx reads version ",
+                kReportSchemaVersion, " (run qfx quantize --report again)");
     for (const char* key : {"model", "nodes", "timings"}) {
       if (q.contains(key)) report[key] = q[key];
     }
@@ -76,8 +80,11 @@ void run(const Options& o) {
     report["compare"] = c;
   }
   for (const std::string& spec : o.evals) report["models"].push_back(model_row(spec));
+  io::OutputBatch batch;  // the JSON and the page: both or neither
+  outputs.batch = &batch;
   if (!o.json.empty()) io::write_output(o.json, report.dump(1) + "\n", outputs);
   if (!o.html.empty()) io::write_output(o.html, report_html(report), outputs);
+  batch.commit();
 }
 
 }  // namespace

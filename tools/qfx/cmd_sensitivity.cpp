@@ -1,7 +1,7 @@
 // `qfx sensitivity MODEL.pt --calib DATA --data LABELLED`: prepares and
 // calibrates the model once, then scores, for each quantizable node, the
 // model with only that node quantized and the one with only that node float
-// (qfx/sensitivity.h); a ranked table, JSON, and a chart in the HTML report.
+// (qfx/accuracy/sensitivity.h); a ranked table, JSON, and a chart in the HTML report.
 
 #include "commands.h"
 #include "config_args.h"
@@ -12,8 +12,8 @@
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/quantize.h"
-#include "qfx/report_html.h"
-#include "qfx/sensitivity.h"
+#include "qfx/report/report_html.h"
+#include "qfx/accuracy/sensitivity.h"
 
 #include <c10/core/InferenceMode.h>
 #include <nlohmann/json.hpp>
@@ -53,9 +53,10 @@ void run(const Options& o) {
   QuantizationTrials trials(*float_model, *calibrated, convert, metric, std::move(batches));
   SensitivityReport report = analyze_sensitivity(trials);
 
-  std::cout << report.table();
   nlohmann::json json = report.to_json();
   json["model"] = o.model;
+  io::OutputBatch batch;  // the JSON and the page: both or neither
+  outputs.batch = &batch;
   if (!o.json.empty()) io::write_output(o.json, json.dump(1) + "\n", outputs);
   if (!o.report_html.empty()) {
     nlohmann::json page = {{"title", "qfx sensitivity " + std::filesystem::path(o.model).filename().string()},
@@ -63,6 +64,8 @@ void run(const Options& o) {
                            {"sensitivity", report.to_json()}};
     io::write_output(o.report_html, report_html(page), outputs);
   }
+  batch.commit();
+  std::cout << report.table();  // after the outputs: a failed write prints nothing
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // --crop) and batch loop, shared by calibration, training, eval and compare.
 
 #include "qfx/io/data_source.h"
-#include "qfx/sensitivity.h"
+#include "qfx/accuracy/sensitivity.h"
 
 #include <CLI/CLI.hpp>
 

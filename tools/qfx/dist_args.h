@@ -3,7 +3,7 @@
 // --dist-timeout, --workers; or torchrun's MASTER_ADDR, MASTER_PORT,
 // WORLD_SIZE, RANK) and the ranks a command runs in, local workers included.
 
-#include "qfx/distributed.h"
+#include "qfx/dist/distributed.h"
 
 #include <CLI/CLI.hpp>
 

@@ -163,7 +163,8 @@ int run_command(int argc, char** argv) {
   try {
     action();
     std::cout.flush();
-  } catch (const std::ios_base::failure&) {
+  } catch (const std::ios_base::failure& e) {
+    if (!std::cout.bad()) return fail(e.what(), 1);  // a stream of the command's own, not standard output
     return stdout_failed(errno);
   } catch (const c10::Error& e) {
     return fail(e.what_without_backtrace(), 1);

@@ -7,12 +7,25 @@
 
 #include <filesystem>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace qfx::cli {
 
 namespace {
 
+/// True when `path` is this process's standard output (`/dev/stdout`, or
+/// the terminal or pipe it writes to).
+bool is_standard_output(const std::string& path) {
+  struct stat named {
+  }, out{};
+  return path == "-" || (::stat(path.c_str(), &named) == 0 && ::fstat(STDOUT_FILENO, &out) == 0 &&
+                         named.st_dev == out.st_dev && named.st_ino == out.st_ino);
+}
+
 /// The file an output names, for telling two outputs apart.
 std::string identity(const std::string& path) {
+  if (is_standard_output(path)) return "-";
   std::error_code error;
   std::filesystem::path target = std::filesystem::weakly_canonical(io::output_target(path), error);
   return error ? path : target.string();
@@ -36,9 +49,10 @@ io::OutputOptions check_outputs(const std::vector<std::string>& outputs, std::ve
   std::vector<std::string> seen;
   for (const std::string& output : outputs) {
     if (output.empty()) continue;
-    TORCH_CHECK(output != "-" || !prints, "cannot write '-': standard output carries this command's own text");
+    TORCH_CHECK(!is_standard_output(output) || !prints, "cannot write '", output,
+                "': standard output carries this command's own text");
     io::check_output(output, options);
-    std::string id = output == "-" ? "-" : identity(output);
+    std::string id = identity(output);
     for (const std::string& other : seen) {
       TORCH_CHECK(other != id, "cannot write '", output, "' twice: two outputs of this command name the same file");
     }

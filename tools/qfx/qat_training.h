@@ -3,7 +3,7 @@
 // classifier trained with cross-entropy against the data's labels (Adam),
 // fake quantization and observers running, batch by batch.
 
-#include "qfx/distributed.h"
+#include "qfx/dist/distributed.h"
 #include "qfx/io/data_source.h"
 #include "qfx/ir/graph_module.h"
 

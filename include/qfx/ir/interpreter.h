@@ -88,7 +88,7 @@ class Interpreter {
     const std::vector<bool>* keep;     // which values to record
     std::vector<c10::IValue>* record;  // the recorded values, when set
   };
-  void check_inputs(size_t count) const;
+  void check_inputs(const std::vector<c10::IValue>& inputs) const;
   c10::IValue run_steps(size_t first, std::vector<c10::IValue>& inputs, RunMode mode);
 
   std::unique_ptr<Program> program_;

@@ -202,4 +202,22 @@ TORCH_MODULE(QuantizedEmbeddingBag);
 /// The quantized module classes qfx has, sorted.
 std::vector<std::string> quantized_module_types();
 
+/// A quantized Linear's weight and bias (undefined when it has none), unpacked
+/// from its `_packed_params` (`quantized::linear_unpack`).
+std::pair<at::Tensor, at::Tensor> unpack_linear(const QuantizedModuleImpl& linear);
+
+/// On the onednn engine, the weight of a pointwise convolution (kernel 1,
+/// stride 1, no padding, one group, not transposed) from its packed params,
+/// prepacked for `quantized::linear`, which computes the same integers over
+/// the channel dimension; nullopt for any other convolution or engine.
+/// LibTorch 1.13's onednn convolution fails when a pointwise one runs with a
+/// thread count or batch size other than its first run's, and TorchScript
+/// cannot read the thread count: the TorchScript export writes these
+/// convolutions as linear.
+/// \code
+///   if (auto w = qfx::nn::pointwise_linear_weight(conv->attribute("_packed_params")))
+///     y = quantized::linear(x.permute({0, 2, 3, 1}), *w, scale, zero_point).permute({0, 3, 1, 2});
+/// \endcode
+std::optional<c10::IValue> pointwise_linear_weight(const c10::IValue& conv_packed);
+
 }  // namespace qfx::nn

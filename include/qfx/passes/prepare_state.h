@@ -4,6 +4,7 @@
 /// (PyTorch's `_qconfig_map`) and whether the node was observed
 /// (`_observed_node_names`).
 
+#include "qfx/ir/graph_module.h"
 #include "qfx/ir/node.h"
 #include "qfx/quant/qconfig.h"
 
@@ -18,6 +19,16 @@ inline constexpr const char* kObservedMeta = "observed";
 /// qconfig stays float (the backend cannot honour it).
 inline constexpr const char* kFloatReasonMeta = "float_reason";
 
+/// `meta()[kPreparedNameMeta]` holds a std::string: the name a node had in
+/// the prepared model. convert-to-reference sets it on every node, and
+/// lowering copies it onto the quantized op that replaces a float one
+/// (`add` becomes `add_1 = torch.ops.quantized.add(...)`), so a lowered node
+/// can be traced back to the node its qconfig belongs to.
+inline constexpr const char* kPreparedNameMeta = "prepared_name";
+
+/// The name `node` had in the prepared model (kPreparedNameMeta), else its own.
+std::string prepared_name(const ir::Node& node);
+
 /// The qconfig insert-observers gave `node` (nullopt if none or not
 /// prepared), as kept in its meta: valid while that entry stays.
 const quant::QConfigAny& node_qconfig(const ir::Node& node);
@@ -26,5 +37,8 @@ const quant::QConfigAny& node_qconfig(const ir::Node& node);
 bool node_has_none_qconfig(const ir::Node& node);
 /// True when insert-observers observed `node`'s pattern.
 bool node_is_observed(const ir::Node& node);
+
+/// True when `node` calls an observer or fake-quantize module of `gm`.
+bool is_observer_node(const ir::Node& node, const ir::GraphModule& gm);
 
 }  // namespace qfx::passes

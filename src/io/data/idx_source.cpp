@@ -3,7 +3,7 @@
 // a temporary uncompressed copy that allows seeking.
 
 #include "data_sources.h"
-#include "../memory_bounds.h"
+#include "qfx/io/memory_bounds.h"
 
 #include "data_common.h"
 

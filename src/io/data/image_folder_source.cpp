@@ -2,7 +2,7 @@
 // stb_image, resized (shorter side) and center-cropped, one item at a time.
 
 #include "data_sources.h"
-#include "../memory_bounds.h"
+#include "qfx/io/memory_bounds.h"
 
 #include "data_common.h"
 #include "image_checks.h"

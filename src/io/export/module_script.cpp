@@ -49,30 +49,6 @@ std::string ints(c10::IntArrayRef v) {
 std::string num(double v) { return ir::python_float_repr(v); }
 std::string flag(bool v) { return v ? "True" : "False"; }
 
-/// Calls `fn` with the module's own parameters and buffers named by path.
-struct Emit {
-  const torch::nn::Module& m;
-  const std::string& path;
-  const Inputs& in;
-  ScriptAttrs& attrs;
-
-  const std::string& x() const { return in.at(0); }
-  /// `self.<path>_<name>` for a parameter or buffer, or None.
-  std::string tensor(const char* name, const at::Tensor& value) const {
-    return value.defined() ? attrs.add(hint(name), value) : "None";
-  }
-  /// The attribute name hint for the module's own `name`: exactly `name` when
-  /// the module is exported as its own submodule (empty path).
-  std::string hint(const std::string& name) const { return path.empty() ? name : path + "." + name; }
-  std::string param(const char* name) const {
-    auto params = m.named_parameters(false);  // find() points into these dicts
-    auto buffers = m.named_buffers(false);
-    const at::Tensor* t = params.find(name);
-    if (t == nullptr) t = buffers.find(name);
-    return tensor(name, t != nullptr ? *t : at::Tensor());
-  }
-};
-
 template <typename Impl>
 const Impl& as(const torch::nn::Module& m) {
   return dynamic_cast<const Impl&>(m);
@@ -270,34 +246,6 @@ const std::map<std::string, Emitter>& float_emitters() {
   return kEmitters;
 }
 
-std::string quantized(const nn::QuantizedModuleImpl& q, const Emit& e) {
-  const nn::QuantizedCall& call = q.call();
-  std::string input = e.x();
-  for (const auto& [name, value] : q.attributes()) {
-    if (name == "padding_mode" && value.toStringRef() != "zeros") {
-      input = "torch.pad(" + input + ", " + ints(q.attribute("_reversed_padding_repeated_twice").toIntVector()) +
-              ", \"" + value.toStringRef() + "\")";
-    }
-  }
-  if (call.op.empty()) return input;
-  std::string args;
-  for (const nn::CallArg& a : call.args) {
-    std::string arg;
-    if (a.kind == nn::CallArg::Kind::kConstant) {
-      arg = script_literal(a.constant);
-    } else if (a.kind != nn::CallArg::Kind::kAttribute) {
-      arg = a.is_first_input() ? input : a.input < e.in.size() ? e.in[a.input] : "None";
-    } else {
-      const c10::IValue& value = q.attribute(a.attribute);
-      bool literal = value.isDouble() || value.isInt() || value.isBool() || value.isNone() || value.isIntList();
-      arg = literal ? script_literal(value) : e.attrs.add(e.hint(a.attribute), value);
-    }
-    args += (args.empty() ? "" : ", ") + arg;
-  }
-  std::string op = call.op;
-  return "torch.ops." + op.replace(op.find("::"), 2, ".") + "(" + args + ")";
-}
-
 /// A fake-quantize module with its current qparams (what it computes with
 /// its observer off); the identity when fake quantization is off.
 std::string fake_quantize(const quant::FakeQuantizeBase& fq, const Emit& e, const std::string& type) {
@@ -412,115 +360,6 @@ bool is_trainable_float(const torch::nn::Module& module, const std::string& type
   return type.rfind("torch.nn.", 0) == 0 && !module.named_parameters(/*recurse=*/false).is_empty();
 }
 
-/// The forward of a recurrent module (LSTM, GRU, RNN) as Python's, on a
-/// batched input: zeros as the initial state unless one is given, then
-/// ATen's lstm / gru / rnn_tanh / rnn_relu over the flat weights.
-const torch::nn::detail::RNNOptionsBase& rnn_options(const torch::nn::Module& m) {
-  if (auto* lstm = dynamic_cast<const torch::nn::LSTMImpl*>(&m)) return lstm->options_base;
-  if (auto* gru = dynamic_cast<const torch::nn::GRUImpl*>(&m)) return gru->options_base;
-  return as<torch::nn::RNNImpl>(m).options_base;
-}
-
-/// What a recurrent forward's source needs of the module.
-struct RecurrentSource {
-  bool lstm;
-  int64_t num_layers, hidden_size;
-  bool bias, bidirectional, batch_first;
-  double dropout;
-  std::string op;      ///< `lstm`, `gru`, `rnn_tanh`, `rnn_relu`, `quantized_lstm`
-  std::string params;  ///< `[self.weight_ih_l0, ...]` or `self._all_weight_values`
-  std::string extra;   ///< trailing keywords (`, dtype=12, use_dynamic=True`)
-};
-
-std::string recurrent_source(const RecurrentSource& r) {
-  std::string zeros = "torch.zeros([" + std::to_string(r.num_layers * (r.bidirectional ? 2 : 1)) + ", input.size(" +
-                      (r.batch_first ? "0" : "1") + "), " + std::to_string(r.hidden_size) + "], dtype=input.dtype)";
-  std::string state_type = r.lstm ? "Optional[Tuple[Tensor, Tensor]]" : "Optional[Tensor]";
-  return "def forward(self, input, hx: " + state_type + "=None):\n" + "    if hx is None:\n" +
-         "        zeros = " + zeros + "\n" + "        state = " + (r.lstm ? "(zeros, zeros)" : "zeros") + "\n" +
-         "    else:\n" + "        state = hx\n" + "    result = torch." + r.op + "(input, " +
-         (r.lstm ? "[state[0], state[1]]" : "state") + ", " + r.params + ", " + flag(r.bias) + ", " +
-         std::to_string(r.num_layers) + ", " + num(r.dropout) + ", False, " + flag(r.bidirectional) + ", " +
-         flag(r.batch_first) + r.extra + ")\n" + "    return " +
-         (r.lstm ? "result[0], (result[1], result[2])" : "result") + "\n";
-}
-
-std::string recurrent_forward(const Emit& e, const std::string& type) {
-  const torch::nn::detail::RNNOptionsBase& o = rnn_options(e.m);
-  bool lstm = type == "torch.nn.LSTM";
-  std::string op = lstm                                                 ? "lstm"
-                   : type == "torch.nn.GRU"                             ? "gru"
-                   : c10::get_if<torch::enumtype::kRNN_RELU>(&o.mode()) ? "rnn_relu"
-                                                                        : "rnn_tanh";
-  std::string params;
-  for (const auto& item : e.m.named_parameters(/*recurse=*/false)) {
-    params += (params.empty() ? "" : ", ") + e.param(item.key().c_str());
-  }
-  return recurrent_source({lstm, o.num_layers(), o.hidden_size(), o.bias(), o.bidirectional(), o.batch_first(),
-                           o.dropout(), op, "[" + params + "]", ""});
-}
-
-/// The forward of a cell (LSTMCell, GRUCell, RNNCell; float or dynamic) as
-/// Python's on a batched input: zeros as the state unless one is given, then
-/// `op(input, state, args)`.
-std::string cell_source(const nn::RecurrentShape& s, const std::string& op, const std::string& args) {
-  std::string zeros = "torch.zeros([input.size(0), " + std::to_string(s.hidden_size) + "], dtype=input.dtype)";
-  bool lstm = s.is_lstm();
-  std::string state_type = lstm ? "Optional[Tuple[Tensor, Tensor]]" : "Optional[Tensor]";
-  return "def forward(self, input, hx: " + state_type + "=None):\n" + "    if hx is None:\n" +
-         "        zeros = " + zeros + "\n" + "        state = " + (lstm ? "(zeros, zeros)" : "zeros") + "\n" +
-         "    else:\n" + "        state = hx\n" + "    return " + op + "(input, " +
-         (lstm ? "[state[0], state[1]]" : "state") + ", " + args + ")\n";
-}
-
-/// A float cell's forward: ATen's lstm_cell / gru_cell / rnn_tanh_cell / rnn_relu_cell.
-std::string float_cell_forward(const Emit& e) {
-  nn::RecurrentShape s = nn::recurrent_shape(e.m);
-  std::string kind = s.is_lstm()                          ? "lstm"
-                     : s.float_type == "torch.nn.GRUCell" ? "gru"
-                     : s.relu                             ? "rnn_relu"
-                                                          : "rnn_tanh";
-  return cell_source(
-      s, "torch." + kind + "_cell",
-      e.param("weight_ih") + ", " + e.param("weight_hh") + ", " + e.param("bias_ih") + ", " + e.param("bias_hh"));
-}
-
-/// `self.<path>` of a submodule of class `__torch__.torch.ao.nn.quantized.
-/// dynamic.<X>` whose forward is nnqd.X's: LSTM and GRU hold their cell
-/// params (`_all_weight_values`), cells their packed weights and biases.
-std::string dynamic_rnn_submodule(const nn::DynamicQuantizedRNNImpl& q, const Emit& e) {
-  const nn::RecurrentShape& s = q.shape();
-  torch::jit::Module sub = e.attrs.new_module("torch.ao.nn.quantized.dynamic." + s.float_type.substr(9));
-  mark_eval(sub);
-  std::string source;
-  if (s.is_cell()) {
-    const std::vector<c10::IValue>& packed = q.packed_weights();
-    sub.register_attribute("_packed_weight_ih", packed[0].type(), packed[0]);
-    sub.register_attribute("_packed_weight_hh", packed[1].type(), packed[1]);
-    sub.register_attribute("bias_ih", c10::TensorType::get(), q.bias_ih());
-    sub.register_attribute("bias_hh", c10::TensorType::get(), q.bias_hh());
-    source = cell_source(s, "torch.ops." + nn::dynamic_cell_op(s).replace(9, 2, "."),
-                         "self._packed_weight_ih, self._packed_weight_hh, self.bias_ih, self.bias_hh");
-  } else {
-    sub.register_attribute("_all_weight_values", c10::ListType::create(q.cell_params().elementType()), q.cell_params());
-    std::string extra =
-        s.is_lstm() ? ", dtype=" + std::to_string(static_cast<int>(c10::kQInt8)) + ", use_dynamic=True" : "";
-    source =
-        recurrent_source({s.is_lstm(), s.num_layers, s.hidden_size, s.bias, s.bidirectional, s.batch_first, s.dropout,
-                          s.is_lstm() ? "quantized_lstm" : "quantized_gru", "self._all_weight_values", extra});
-  }
-  define_forward(sub, source);
-  return e.attrs.add(e.path, sub._ivalue());
-}
-
-bool is_recurrent(const std::string& type) {
-  return type == "torch.nn.LSTM" || type == "torch.nn.GRU" || type == "torch.nn.RNN";
-}
-
-bool is_cell(const std::string& type) {
-  return type == "torch.nn.LSTMCell" || type == "torch.nn.GRUCell" || type == "torch.nn.RNNCell";
-}
-
 /// `self.<name>` of a submodule of class `__torch__.<type>` that computes the
 /// float module with its parameters as parameters (`model.conv1.weight` in
 /// Python), so an imported export is a module tree that still trains.
@@ -529,9 +368,9 @@ std::string float_submodule(const Emit& e, const std::string& type) {
   for (size_t i = 0; i < e.in.size(); ++i) names.push_back(i == 0 ? "input" : "input_" + std::to_string(i));
   ScriptAttrs own(e.attrs.unit());  // the submodule's own attributes
   Emit inner{e.m, "", names, own};
-  std::string forward = is_recurrent(type) ? recurrent_forward(inner, type)
-                        : is_cell(type)    ? float_cell_forward(inner)
-                                           : "";
+  std::string forward = is_recurrent_type(type) ? recurrent_forward(inner, type)
+                        : is_cell_type(type)    ? float_cell_forward(inner)
+                                                : "";
   std::string body = forward.empty() ? float_expression(inner, type) : "";
   torch::jit::Module sub = e.attrs.new_module(type);
   mark_eval(sub);
@@ -554,7 +393,8 @@ std::string module_expression(const torch::nn::Module& module, const std::string
                               ScriptAttrs& attrs) {
   Emit e{module, path, inputs, attrs};
   std::string type = ir::module_type_name(module);
-  if (auto* q = dynamic_cast<const nn::QuantizedModuleImpl*>(&module)) return quantized(*q, e);
+  if (auto* q = dynamic_cast<const nn::QuantizedModuleImpl*>(&module))
+    return quantized_expression(*q, path, inputs, attrs);
   if (auto* fq = dynamic_cast<const quant::FakeQuantizeBase*>(&module)) return fake_quantize(*fq, e, type);
   if (auto* q = dynamic_cast<const nn::QatModuleImpl*>(&module)) return qat(*q, e);
   if (dynamic_cast<const quant::ActivationPostProcess*>(&module) != nullptr)
@@ -563,7 +403,8 @@ std::string module_expression(const torch::nn::Module& module, const std::string
     return call_expression(attrs.add(path, script->script()._ivalue()) + ".forward", inputs);
   }
   if (auto* nested = dynamic_cast<const nn::NestedGraphModuleImpl*>(&module)) {
-    return call_expression(attrs.add(path, nested_script_module(nested->graph_module(), path)) + ".forward", inputs);
+    return call_expression(attrs.add(path, nested_script_module(nested->graph_module(), path, attrs)) + ".forward",
+                           inputs);
   }
   if (auto* lstm = dynamic_cast<const nn::QuantizedLSTMImpl*>(&module)) {
     return call_expression(quantized_lstm_submodule(*lstm, path, attrs) + ".forward", inputs);

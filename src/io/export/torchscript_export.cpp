@@ -1,20 +1,25 @@
-// export_torchscript: the graph rewritten into TorchScript's vocabulary
-// (functional calls as ATen ops, dtypes as their codes, attributes flattened
-// onto one root), printed by the FX code writer, compiled with
-// torch::jit::Module::define and saved.
+// export_torchscript: the graph in TorchScript's vocabulary (script_graph),
+// printed by the FX code writer, compiled with torch::jit::Module::define,
+// saved, and, when asked, loaded back and run once before it is written.
 
 #include "qfx/io/torchscript_export.h"
 #include "qfx/ir/op_names.h"
 
-#include "../import/op_table.h"
 #include "module_script.h"
+#include "script_graph.h"
+#include "stderr_capture.h"
 
 #include "qfx/ir/printer.h"
 
 #include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/script.h>
 
+#include <algorithm>
+#include <cctype>
+#include <iostream>
 #include <iterator>
+#include <optional>
+#include <unordered_set>
 #include <sstream>
 
 namespace qfx::io {
@@ -46,106 +51,8 @@ struct TorchResolver : torch::jit::Resolver {
   }
 };
 
-/// Dtypes, layouts and memory formats as the integer codes TorchScript reads.
-ir::Argument as_codes(const ir::Argument& arg) {
-  switch (arg.kind()) {
-    case ir::Argument::Kind::kDtype: return static_cast<int64_t>(arg.to_dtype());
-    case ir::Argument::Kind::kLayout: return static_cast<int64_t>(arg.to_layout());
-    case ir::Argument::Kind::kMemoryFormat: return static_cast<int64_t>(arg.to_memory_format());
-    case ir::Argument::Kind::kList:
-    case ir::Argument::Kind::kTuple: {
-      ir::Argument::Items items;
-      for (const ir::Argument& item : arg.items()) items.push_back(as_codes(item));
-      return arg.kind() == ir::Argument::Kind::kList ? ir::Argument::list(items) : ir::Argument::tuple(items);
-    }
-    default: return arg;
-  }
-}
-
-/// A `torch.nn.functional.X` call as the ATen op the importer read it from.
-void to_aten(ir::Node& node) {
-  const ir::Argument* inplace = node.kwarg("inplace");
-  bool want_inplace = inplace != nullptr && inplace->kind() == ir::Argument::Kind::kBool && inplace->to_bool();
-  for (const detail::OpMapping& row : detail::op_mappings()) {
-    if (row.op != ir::Opcode::kCallFunction || node.target() != row.target || row.inplace != want_inplace) continue;
-    std::vector<ir::Argument> args(row.order.empty() ? node.args().size() : 0);
-    if (row.order.empty()) {
-      args = node.args();
-    } else {
-      for (size_t i = 0; i < row.order.size() && i < node.args().size(); ++i) {
-        size_t at = static_cast<size_t>(row.order[i]);
-        if (args.size() <= at) args.resize(at + 1);
-        args[at] = node.args()[i];
-      }
-    }
-    ir::Kwargs kwargs;
-    for (const auto& kv : node.kwargs()) {
-      if (kv.first != "inplace") kwargs.push_back(kv);
-    }
-    node.set_target("torch." + std::string(row.aten).substr(6));
-    node.set_args(args);
-    node.set_kwargs(kwargs);
-    return;
-  }
-  TORCH_CHECK(false, "export: no TorchScript form for %", node.name(), " (", node.target(), ")");
-}
-
-/// `torch._assert(condition, message)`: TorchScript has no operator for it
-/// (Python compiles it to an `if` that raises), so the check is kept as
-/// `torch._assert_async(torch.tensor(condition))`, without the message.
-void lower_assert(ir::Graph& graph, ir::Node& node) {
-  auto guard = graph.inserting_before(&node);
-  ir::Node* condition = graph.call_function("torch.tensor", {node.args().at(0)});
-  node.set_target("torch._assert_async");
-  node.set_args({condition});
-}
-
-/// `F.interpolate(x, size=..., scale_factor=..., mode=..., align_corners=...)`
-/// as TorchScript's own `aten::__interpolate`, which computes as Python's.
-void interpolate_to_aten(ir::Node& node) {
-  std::vector<ir::Argument> args = node.args();
-  const char* names[] = {"input", "size", "scale_factor", "mode", "align_corners"};
-  args.resize(std::size(names));
-  for (size_t i = 1; i < std::size(names); ++i) {
-    if (const ir::Argument* kw = node.kwarg(names[i])) args[i] = *kw;
-  }
-  if (args[3].is_none()) args[3] = std::string("nearest");
-  node.set_target("torch.__interpolate");
-  node.set_args(args);
-  node.set_kwargs({});
-}
-
-/// The graph in TorchScript's vocabulary, with attributes registered in `attrs`.
-std::unique_ptr<ir::Graph> script_graph(const ir::GraphModule& gm, ScriptAttrs& attrs) {
-  std::unique_ptr<ir::Graph> graph = gm.graph().clone();
-  for (ir::Node* node : graph->node_list()) {
-    if (node->op() == ir::Opcode::kCallFunction && node->target() == "torch._assert") lower_assert(*graph, *node);
-  }
-  for (ir::Node* node : graph->nodes()) {
-    std::vector<ir::Argument> args;
-    for (const ir::Argument& a : node->args()) args.push_back(as_codes(a));
-    node->set_args(args);
-    ir::Kwargs kwargs;
-    for (const auto& [k, v] : node->kwargs()) kwargs.emplace_back(k, as_codes(v));
-    node->set_kwargs(kwargs);
-    if (node->op() == ir::Opcode::kGetAttr) {
-      node->set_target(attrs.add(node->target(), gm.get_attr(node->target())).substr(5));
-    } else if (node->op() == ir::Opcode::kCallFunction) {
-      const std::string& t = node->target();
-      if (t == "torch.nn.functional.interpolate") {
-        interpolate_to_aten(*node);
-      } else if (t.rfind("torch.nn.functional.", 0) == 0) {
-        to_aten(*node);
-      }
-      bool known = t.rfind("torch.", 0) == 0 || t.rfind("operator.", 0) == 0 || t == ir::op::kGetattr;
-      TORCH_CHECK(known, "export: no TorchScript form for %", node->name(), " (", t, ")");
-    }
-  }
-  return graph;
-}
-
 std::string source_of(const ir::GraphModule& gm, ScriptAttrs& attrs) {
-  std::unique_ptr<ir::Graph> graph = script_graph(gm, attrs);
+  std::unique_ptr<ir::Graph> graph = detail::script_graph(gm, attrs);
   ir::CodegenHooks hooks;
   hooks.release_values = false;
   hooks.subscript_syntax = true;
@@ -171,9 +78,9 @@ namespace {
 
 /// The exported module of `gm`: its forward and attributes (preserved ones
 /// under their own names), its TorchScript and nested modules as submodules.
-torch::jit::Module script_module(const ir::GraphModule& gm, const std::string& class_name) {
+torch::jit::Module script_module(const ir::GraphModule& gm, const std::string& class_name, bool pointwise_as_linear) {
   auto unit = std::make_shared<torch::jit::CompilationUnit>();
-  ScriptAttrs attrs(unit);
+  ScriptAttrs attrs(unit, pointwise_as_linear);
   for (const auto& [name, value] : gm.preserved_attributes()) {
     // `training` is every module's flag: the exported module's own (False,
     // mark_eval) stands for it, as a preserved `training` does in PyTorch
@@ -207,17 +114,116 @@ void define_forward(torch::jit::Module& module, const std::string& source) {
   }
 }
 
-c10::IValue nested_script_module(const ir::GraphModule& gm, const std::string& path) {
+c10::IValue nested_script_module(const ir::GraphModule& gm, const std::string& path, const ScriptAttrs& parent) {
   std::string suffix;
   for (char c : path) suffix += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return script_module(gm, "__torch__.qfx.ExportedModule_" + suffix)._ivalue();
+  return script_module(gm, "__torch__.qfx.ExportedModule_" + suffix, parent.pointwise_as_linear())._ivalue();
 }
 
 }  // namespace detail
 
-void export_torchscript(const ir::GraphModule& gm, const std::string& path, const OutputOptions& options) {
+namespace {
+
+/// The node a TorchScript traceback points at: the exported forward writes
+/// each node as `name = ...`, and the first `<--- HERE` marks the statement
+/// of the root forward that failed.
+std::string failing_node(const std::string& message) {
+  std::istringstream lines(message);
+  std::string line, previous;
+  while (std::getline(lines, line)) {
+    if (line.find("<--- HERE") != std::string::npos) break;
+    if (line.find_first_not_of(" ~") != std::string::npos) previous = line;
+  }
+  size_t start = previous.find_first_not_of(' ');
+  size_t equals = previous.find(" = ");
+  if (start == std::string::npos || equals == std::string::npos) return "";
+  std::string name = previous.substr(start, equals - start);
+  bool identifier = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+  return identifier ? name : "";
+}
+
+/// The line of LibTorch's message that says what failed: the last one after
+/// a TorchScript traceback (the exception), else the first.
+std::string error_line(const std::string& message) {
+  std::string text = message.substr(0, message.find_last_not_of("\n ") + 1);
+  if (text.find("<--- HERE") == std::string::npos) return text.substr(0, text.find('\n'));
+  size_t newline = text.rfind('\n');
+  return newline == std::string::npos ? text : text.substr(newline + 1);
+}
+
+/// `inputs` as the forward's schema declares them: a list of tensors read
+/// from a torch.save file is a generic list, which a `List[Tensor]`
+/// argument refuses (Python's torch.jit converts it the same way).
+std::vector<c10::IValue> as_declared(const torch::jit::Module& module, std::vector<c10::IValue> inputs) {
+  const std::vector<c10::Argument>& args = module.get_method("forward").function().getSchema().arguments();
+  for (size_t i = 0; i < inputs.size() && i + 1 < args.size(); ++i) {
+    auto list = args[i + 1].type()->cast<c10::ListType>();
+    if (list == nullptr || !list->getElementType()->isSubtypeOf(*c10::TensorType::get()) || !inputs[i].isList()) {
+      continue;
+    }
+    c10::List<at::Tensor> tensors;
+    bool all_tensors = true;
+    for (const c10::IValue& item : inputs[i].toListRef()) {
+      all_tensors = all_tensors && item.isTensor();
+      if (all_tensors) tensors.push_back(item.toTensor());
+    }
+    if (all_tensors) inputs[i] = tensors;
+  }
+  return inputs;
+}
+
+/// A LibTorch 1.13 kernel that cannot run some shapes a model calibrates on:
+/// its message, and what it means.
+struct KernelLimit {
+  const char* message;
+  const char* limit;
+};
+
+const KernelLimit kKernelLimits[] = {
+    // s3d's classifier: a 1x1x1 conv's output (1, C, 1, 1, 1), then mean over (2, 3, 4)
+    {"required rank 5 tensor to use channels_last_3d format",
+     "LibTorch 1.13's quantized mean cannot reduce a channels_last_3d tensor whose reduced dimensions are all 1"},
+};
+
+std::string kernel_limit_of(const std::string& message) {
+  for (const KernelLimit& k : kKernelLimits) {
+    if (message.find(k.message) != std::string::npos) return k.limit;
+  }
+  return "";
+}
+
+/// Loads `archive` back and runs it on `inputs`, as a deploying host would.
+void check_runs(const std::string& archive, const std::string& path, const std::vector<c10::IValue>& inputs) {
+  std::istringstream in(archive);
+  torch::jit::Module loaded = torch::jit::load(in);
+  detail::StderrCapture log;  // QNNPACK writes its reason there
+  try {
+    loaded.forward(as_declared(loaded, inputs));
+  } catch (const std::exception& e) {
+    auto* error = dynamic_cast<const c10::Error*>(&e);
+    std::string what = error != nullptr ? error->what_without_backtrace() : e.what();
+    std::string node = failing_node(what);
+    std::string logged = log.text();
+    std::string reason = error_line(logged.empty() ? what : logged);
+    throw ExportedRunError(node, kernel_limit_of(what),
+                           "export: the model written to '" + path +
+                               "' fails when it runs (torch::jit::load, one calibration batch)" +
+                               (node.empty() ? "" : " at node %" + node) + ": " + reason);
+  }
+  std::cerr << log.text();  // what the run wrote, passed on
+}
+
+}  // namespace
+
+ExportedRunError::ExportedRunError(std::string node, std::string kernel_limit, const std::string& message)
+    : c10::Error(message, ""), node_(std::move(node)), kernel_limit_(std::move(kernel_limit)) {}
+
+void export_torchscript(const ir::GraphModule& gm, const std::string& path, const OutputOptions& options,
+                        const TorchScriptOptions& script) {
   check_output(path, options);  // before the work of scripting the module
-  torch::jit::Module module = script_module(gm, "__torch__.qfx.ExportedModule");
+  torch::jit::Module module = script_module(gm, "__torch__.qfx.ExportedModule", script.pointwise_convs_as_linear);
   std::ostringstream archive;
   try {
     module.save(archive);
@@ -225,6 +231,7 @@ void export_torchscript(const ir::GraphModule& gm, const std::string& path, cons
     TORCH_CHECK(false, "export: LibTorch cannot save the packed weights of this engine: ", e.what_without_backtrace(),
                 " (export with --engine onednn)");
   }
+  if (!script.check_inputs.empty()) check_runs(archive.str(), path, script.check_inputs);
   write_output(path, archive.str(), options);
 }
 

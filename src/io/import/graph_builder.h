@@ -37,6 +37,13 @@ class GraphBuilder : public Walker::Handler {
                       const std::vector<int>& keyword, bool inplace);
   ImportValue custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
   ImportValue tensor_index(const std::vector<ImportValue>& inputs);
+  /// aten::slice / aten::select: a getitem node, or a view when only written through.
+  ImportValue slice_or_select(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
+  /// prim::dtype / prim::device: `x.dtype` / `x.device`; nothing for a view only written through.
+  ImportValue tensor_metadata(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
+  /// aten::tensor: `torch.tensor(data, dtype=..., device=...)`, or the data itself when it is the
+  /// value of a scripted `x[a:b] = v`.
+  ImportValue new_tensor(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
   ImportValue setitem(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
   /// True when a slice or select's result is only written through
   /// (`x[a:b][c] = v`): it becomes a view, not a getitem node.
@@ -62,6 +69,10 @@ class GraphBuilder : public Walker::Handler {
   std::vector<ir::NodeScope> scopes_{ir::NodeScope{}};  // innermost module being walked last
   int tensor_constants_ = 0;
 };
+
+/// True when `value` is the default of `schema_arg` (TorchScript passes a
+/// script function's defaults explicitly; FX does not record them).
+bool is_default(const c10::Argument& schema_arg, const ImportValue& value);
 
 /// The Python qualified name of a TorchScript class, without `__torch__.` and
 /// the JIT's `___torch_mangle_N` parts: `torch.nn.modules.conv.Conv2d`.

@@ -115,6 +115,7 @@ std::vector<c10::IValue> one_more_row(const std::vector<c10::IValue>& inputs) {
 
 ExampleRun run_example(const ir::GraphModule& gm, const std::vector<c10::IValue>& inputs, bool dynamic_batch) {
   ExampleRun run;
+  run.dynamic_batch = dynamic_batch;
   ir::Interpreter first(gm);
   first.set_node_hook([&](const ir::Node& node, const c10::IValue& value) {
     if (auto dtype = dtype_of(value)) run.dtypes[&node] = *dtype;

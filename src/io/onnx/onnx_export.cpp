@@ -130,6 +130,12 @@ std::string onnx_model_bytes(const ir::GraphModule& gm, const std::vector<c10::I
   TORCH_CHECK(options.opset >= kMinOnnxOpset && options.opset <= kMaxOnnxOpset, "ONNX export: opset ", options.opset,
               " is not supported: qfx writes opsets ", kMinOnnxOpset, " to ", kMaxOnnxOpset,
               " (those ONNX's checker here knows)");
+  for (const ir::Node* node : gm.graph().nodes()) {  // before the example run, which would refuse its inputs
+    auto declared = node->meta().find(ir::kInputTypeMeta);
+    if (node->op() != ir::Opcode::kPlaceholder || declared == node->meta().end()) continue;
+    const std::string& type = std::any_cast<const std::string&>(declared->second);
+    TORCH_CHECK(type == "Tensor", "ONNX export: input %", node->name(), " is a ", type, "; ONNX inputs are tensors");
+  }
   onnx_export::ExampleRun run = onnx_export::run_example(gm, example_inputs, options.dynamic_batch);
 
   onnx::ModelProto model;
@@ -151,10 +157,6 @@ std::string onnx_model_bytes(const ir::GraphModule& gm, const std::vector<c10::I
       break;
     }
     if (node->op() == ir::Opcode::kPlaceholder) {
-      auto declared = node->meta().find(ir::kInputTypeMeta);
-      TORCH_CHECK(declared == node->meta().end() || std::any_cast<std::string>(declared->second) == "Tensor",
-                  "ONNX export: input %", node->name(), " is a ", std::any_cast<std::string>(declared->second),
-                  "; ONNX inputs are tensors");
       TORCH_CHECK(run.shapes.count(node), "ONNX export: input %", node->name(), " is not a tensor");
       builder.fresh(node->name());
       set_type(*graph.add_input(), run.dtypes.at(node), run.shapes.at(node), options.dynamic_batch);

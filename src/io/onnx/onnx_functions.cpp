@@ -1,5 +1,7 @@
 // The ONNX forms of call_function targets and call_method names: one row
-// per FX target, the quantize/dequantize pair first.
+// per FX target; the tables of onnx_quantize_rules.cpp (quantize,
+// dequantize, casts), onnx_arithmetic.cpp (Python's and torch's operators),
+// onnx_functional.cpp and onnx_shuffles.cpp join them.
 
 #include "onnx_rules.h"
 
@@ -15,234 +17,7 @@ namespace {
 
 using Kind = Value::Kind;
 
-c10::ScalarType dtype_of(const Context& c, const Value& v) {
-  if (v.kind == Kind::kConstant && v.constant.isInt()) return static_cast<c10::ScalarType>(v.constant.toInt());
-  c.fail("the dtype argument is not known at export time");
-}
-
-at::Tensor tensor_of(const Context& c, const Value& v) {
-  if (v.kind == Kind::kConstant && v.constant.isTensor()) return v.constant.toTensor();
-  if (v.kind == Kind::kConstant) return at::scalar_tensor(v.constant.toScalar(), at::kDouble);
-  c.fail("a qparam is not known at export time");
-}
-
-/// A weight quantized in the graph (functional linear and conv): its
-/// quantized tensor, computed once at export; linear() and conv() store it
-/// as integers, other uses through Context::tensor.
-Value quantized_constant(const at::Tensor& q) {
-  Value v;
-  v.kind = Kind::kQuantized;
-  v.constant = q;
-  return v;
-}
-
-/// torch.quantize_per_tensor(x, scale, zero_point, dtype) and
-/// torch.quantize_per_channel(x, scales, zero_points, axis, dtype).
-Value quantize(const Context& c, bool per_channel) {
-  const Value& x = c.arg(0);
-  at::Tensor scale = tensor_of(c, c.arg(1)), zero_point = tensor_of(c, c.arg(2));
-  int64_t axis = per_channel ? c.int_of(c.arg(3)) : -1;
-  c10::ScalarType dtype = dtype_of(c, c.arg(per_channel ? 4 : 3));
-  if (dtype != c10::kQUInt8 && dtype != c10::kQInt8) c.fail("only quint8 and qint8 quantization has an ONNX form here");
-  if (x.kind == Kind::kConstant && x.constant.isTensor()) {
-    at::Tensor w = x.constant.toTensor();
-    at::Tensor q = per_channel
-                       ? at::quantize_per_channel(w, scale.to(at::kDouble), zero_point.to(at::kLong), axis, dtype)
-                       : at::quantize_per_tensor(w, scale.item<double>(), zero_point.item<int64_t>(), dtype);
-    return quantized_constant(q);
-  }
-  if (x.kind == Kind::kQuantized) return x;  // clip() kept it in integers, with these qparams
-  QParams q = c.g().qparams(c.hint(), scale, zero_point, dtype, axis);
-  return Value::quantized(c.g().quantize(c.tensor(x), q, c.hint()), q);
-}
-
-/// Dynamic uint8 qparams over [min(x, 0), max(x, 0)] with 7 bits
-/// (reduce_range): scale = range / 127 (0.1 for an all-zero input), zero
-/// point round(-min / scale) clamped to 0..127, ATen's choose_qparams in
-/// float arithmetic (ATen's is double, which can move a zero point by one);
-/// then QuantizeLinear.
-Value quantize_dynamic_reduced(const Context& c, const std::string& x) {
-  std::string hint = c.hint();
-  auto scalar = [&](const char* name, float v) {
-    return c.g().initializer(hint + name, at::scalar_tensor(v, at::kFloat));
-  };
-  std::string zero = scalar("_zero", 0.0f);
-  std::vector<Attr> all = {{"keepdims", int64_t{0}}};
-  std::string lo = c.g().op("Min", {c.g().op("ReduceMin", {x}, hint + "_min", all), zero}, hint + "_lo");
-  std::string hi = c.g().op("Max", {c.g().op("ReduceMax", {x}, hint + "_max", all), zero}, hint + "_hi");
-  std::string range = c.g().op("Sub", {hi, lo}, hint + "_range");
-  // an all-zero input: scale 0.1, as ATen's choose_qparams
-  std::string empty = c.g().op("Equal", {range, zero}, hint + "_empty");
-  std::string scale = c.g().op(
-      "Where",
-      {empty, scalar("_default_scale", 0.1f), c.g().op("Div", {range, scalar("_levels", 127.0f)}, hint + "_ratio")},
-      hint + "_scale");
-  std::string zp =
-      c.g().op("Clip",
-               {c.g().op("Round", {c.g().op("Neg", {c.g().op("Div", {lo, scale}, hint + "_lo_steps")}, hint + "_neg")},
-                         hint + "_round"),
-                zero, scalar("_qmax", 127.0f)},
-               hint + "_zp_float");
-  QParams q;
-  q.scale = scale;
-  q.zero_point = c.g().op("Cast", {zp}, hint + "_zero_point", {{"to", int64_t{onnx::TensorProto::UINT8}}});
-  return Value::quantized(c.g().quantize(x, q, hint), q);
-}
-
-/// torch.quantize_per_tensor_dynamic(x, dtype, reduce_range): ONNX's
-/// DynamicQuantizeLinear computes the same uint8 qparams over [min(x, 0),
-/// max(x, 0)]; with reduce_range the 7-bit qparams are computed by ops;
-/// float16 is a Cast.
-Value quantize_dynamic(const Context& c) {
-  c10::ScalarType dtype = dtype_of(c, c.arg(1));
-  std::string x = c.tensor(c.arg(0));
-  if (dtype == c10::kHalf) {
-    return Value::tensor(c.g().op("Cast", {x}, c.hint(), {{"to", int64_t{onnx::TensorProto::FLOAT16}}}));
-  }
-  if (dtype != c10::kQUInt8) c.fail("dynamic quantization to other than quint8 or float16 has no ONNX form here");
-  if (c.int_of(c.arg(2)) != 0) return quantize_dynamic_reduced(c, x);
-  std::vector<std::string> out = c.g().node("DynamicQuantizeLinear", {x}, c.hint(), 3);
-  QParams q;
-  q.scale = out[1];
-  q.zero_point = out[2];
-  return Value::quantized(out[0], q);
-}
-
-Value dequantize(const Context& c) {
-  Value x = c.arg(0);
-  if (x.kind == Kind::kQuantized) {
-    x.kind = Kind::kDequantized;
-    return x;
-  }
-  // float16 values (`to(torch.float16)`) back to float
-  return Value::tensor(c.g().op("Cast", {c.tensor(x)}, c.hint(), {{"to", int64_t{onnx::TensorProto::FLOAT}}}));
-}
-
-/// x.to(dtype): float16 and float casts.
-Value to(const Context& c) {
-  c10::ScalarType dtype = dtype_of(c, c.arg(1, "dtype"));
-  if (dtype != c10::kHalf && dtype != c10::kFloat) c.fail("to() other than float16 or float32 has no ONNX form here");
-  return Value::tensor(c.g().op("Cast", {c.tensor(c.arg(0))}, c.hint(), {{"to", int64_t{onnx_type(dtype)}}}));
-}
-
 Value pass_through(const Context& c) { return c.arg(0); }
-
-bool is_number(const Value& v) {
-  return v.kind == Kind::kConstant && (v.constant.isInt() || v.constant.isDouble() || v.constant.isBool());
-}
-
-/// Python's `a op b` on two numbers known at export time (sizes, dims):
-/// ints stay ints (floor division and modulo rounding down), else doubles.
-Value folded(const Context& c, const std::string& op_type, const c10::IValue& a, const c10::IValue& b) {
-  double x = a.toScalar().toDouble(), y = b.toScalar().toDouble();
-  static const std::map<std::string, std::function<bool(double, double)>> kComparisons = {
-      {"Greater", std::greater<>()},        {"Less", std::less<>()},      {"GreaterOrEqual", std::greater_equal<>()},
-      {"LessOrEqual", std::less_equal<>()}, {"Equal", std::equal_to<>()}, {"NotEqual", std::not_equal_to<>()}};
-  auto compare = kComparisons.find(op_type);
-  if (compare != kComparisons.end()) return Value::of_constant(compare->second(x, y));
-  if ((op_type == "Mod" || op_type == "FloorDiv" || op_type == "Div") && y == 0) c.fail("division by zero");
-  if (op_type == "Div") return Value::of_constant(x / y);
-  if (!a.isDouble() && !b.isDouble()) {
-    int64_t i = a.toScalar().toLong(), j = b.toScalar().toLong();
-    int64_t floor_div = i / j - ((i % j != 0) && ((i < 0) != (j < 0)));
-    if (op_type == "Add") return Value::of_constant(i + j);
-    if (op_type == "Sub") return Value::of_constant(i - j);
-    if (op_type == "Mul") return Value::of_constant(i * j);
-    if (op_type == "FloorDiv") return Value::of_constant(floor_div);
-    if (op_type == "Mod") return Value::of_constant(i - floor_div * j);
-  }
-  if (op_type == "Add") return Value::of_constant(x + y);
-  if (op_type == "Sub") return Value::of_constant(x - y);
-  if (op_type == "Mul") return Value::of_constant(x * y);
-  if (op_type == "FloorDiv") return Value::of_constant(std::floor(x / y));
-  if (op_type == "Mod") return Value::of_constant(x - std::floor(x / y) * y);
-  c.fail("no ONNX form for this op on numbers");
-}
-
-/// The dtype of a tensor operand of node `c` (argument 0, else 1): integer
-/// arithmetic (on sizes, indices) keeps its dtype; float otherwise.
-c10::ScalarType operand_dtype(const Context& c) {
-  for (size_t i = 0; i < 2 && i < c.node().args().size(); ++i) {
-    if (c.node().args()[i].is_node()) return c.dtype_of(c.node().args()[i].to_node());
-  }
-  return at::kFloat;
-}
-
-/// The ONNX tensor of operand `v` of an op on `dtype` values: a number as a
-/// scalar of that dtype when it is an integer type, else Context::tensor.
-std::string operand(const Context& c, const Value& v, c10::ScalarType dtype) {
-  if (is_number(v) && c10::isIntegralType(dtype, true)) {
-    return c.g().initializer(c.hint() + "_scalar", at::scalar_tensor(v.constant.toScalar(), dtype));
-  }
-  return c.tensor(v);
-}
-
-/// Python's `a % b` and `a // b` on tensors, as ATen computes them: ONNX's
-/// integer Mod has Python's sign rule, and floor division of integers is
-/// (a - a % b) / b. On floats from the exact C fmod: the remainder moved
-/// into b's sign (fmod + b), the quotient (a - fmod) / b less one there,
-/// floored and rounded up when more than 0.5 below (ATen's div_floor).
-std::string floor_op(const Context& c, const std::string& op_type, const std::string& a, const std::string& b,
-                     bool integral) {
-  const std::string& h = c.hint();
-  bool mod_only = op_type == "Mod";
-  if (integral) {
-    std::string mod = c.g().op("Mod", {a, b}, mod_only ? h : h + "_mod", {{"fmod", int64_t{0}}});
-    return mod_only ? mod : c.g().op("Div", {c.g().op("Sub", {a, mod}, h + "_multiple"), b}, h);
-  }
-  auto scalar = [&](const char* name, float v) { return c.g().initializer(h + name, at::scalar_tensor(v)); };
-  std::string zero = scalar("_zero", 0.0f);
-  std::string fmod = c.g().op("Mod", {a, b}, h + "_fmod", {{"fmod", int64_t{1}}});
-  std::string signs = c.g().op(
-      "Xor", {c.g().op("Less", {b, zero}, h + "_b_negative"), c.g().op("Less", {fmod, zero}, h + "_fmod_negative")},
-      h + "_signs_differ");
-  std::string nonzero = c.g().op("Not", {c.g().op("Equal", {fmod, zero}, h + "_fmod_zero")}, h + "_fmod_nonzero");
-  std::string moved = c.g().op("And", {nonzero, signs}, h + "_moved");
-  if (mod_only) return c.g().op("Where", {moved, c.g().op("Add", {fmod, b}, h + "_shifted"), fmod}, h);
-  std::string one = scalar("_one", 1.0f);
-  std::string exact = c.g().op("Div", {c.g().op("Sub", {a, fmod}, h + "_multiple"), b}, h + "_exact");
-  std::string div = c.g().op("Where", {moved, c.g().op("Sub", {exact, one}, h + "_less"), exact}, h + "_div");
-  std::string floor = c.g().op("Floor", {div}, h + "_floor");
-  std::string up =
-      c.g().op("Greater", {c.g().op("Sub", {div, floor}, h + "_fraction"), scalar("_half", 0.5f)}, h + "_up");
-  return c.g().op("Where", {up, c.g().op("Add", {floor, one}, h + "_ceil"), floor}, h);
-}
-
-/// `a op b`: folded when both are numbers known at export time, else the
-/// ONNX op (comparisons give bool tensors; NotEqual is Not(Equal)); `/` of
-/// integers divides their float values, as Python and torch do.
-Rule binary(const std::string& op_type) {
-  return [op_type](const Context& c) {
-    const Value& alpha = c.arg(2, "alpha");
-    if (alpha.kind != Kind::kNone && c.double_of(alpha) != 1.0) c.fail("add/sub with alpha != 1");
-    const Value& a = c.arg(0);
-    const Value& b = c.arg(1, "other");
-    if (is_number(a) && is_number(b)) return folded(c, op_type, a.constant, b.constant);
-    c10::ScalarType dtype = operand_dtype(c);
-    bool integral = c10::isIntegralType(dtype, true);
-    std::string x = operand(c, a, dtype), y = operand(c, b, dtype);
-    if (op_type == "Mod" || op_type == "FloorDiv") return Value::tensor(floor_op(c, op_type, x, y, integral));
-    if (op_type == "Div" && integral) {
-      std::vector<Attr> to_float = {{"to", int64_t{onnx::TensorProto::FLOAT}}};
-      x = c.g().op("Cast", {x}, c.hint() + "_a", to_float);
-      y = c.g().op("Cast", {y}, c.hint() + "_b", to_float);
-    }
-    if (op_type == "NotEqual") {
-      std::string equal = c.g().op("Equal", {x, y}, c.hint() + "_equal");
-      return Value::tensor(c.g().op("Not", {equal}, c.hint()));
-    }
-    return Value::tensor(c.g().op(op_type, {x, y}, c.hint()));
-  };
-}
-
-/// torch._assert(condition, message): nothing when the condition is known
-/// true at export time (a rank or size check); an error otherwise.
-Value assert_rule(const Context& c) {
-  const Value& condition = c.arg(0);
-  if (!is_number(condition)) c.fail("torch._assert on a value known only at run time has no ONNX form here");
-  if (condition.constant.toScalar().toDouble() == 0) c.fail("torch._assert fails on the example input");
-  return Value{};
-}
 
 Rule unary_rule(const std::string& op_type) {
   return [op_type](const Context& c) { return unary(c, op_type); };
@@ -566,23 +341,6 @@ Value adaptive_avg_pool(const Context& c, std::vector<int64_t> out) {
 const std::map<std::string, Rule>& function_rules() {
   static const std::map<std::string, Rule> kRules = [] {
     std::map<std::string, Rule> rules = {
-        {ir::op::kQuantizePerTensor, [](const Context& c) { return quantize(c, false); }},
-        {ir::op::kQuantizePerChannel, [](const Context& c) { return quantize(c, true); }},
-        {ir::op::kQuantizePerTensorDynamic, quantize_dynamic},
-        {"torch.dequantize", dequantize},
-        {"torch.add", binary("Add")},
-        {"operator.add", binary("Add")},
-        {"operator.iadd", binary("Add")},
-        {"torch.sub", binary("Sub")},
-        {"operator.sub", binary("Sub")},
-        {"torch.mul", binary("Mul")},
-        {"operator.mul", binary("Mul")},
-        {"operator.imul", binary("Mul")},
-        {"torch.div", binary("Div")},
-        {"operator.truediv", binary("Div")},
-        {"torch.matmul", binary("MatMul")},
-        {"torch.bmm", binary("MatMul")},
-        {"operator.matmul", binary("MatMul")},
         {"torch.cat", concat},
         {"torch.concat", concat},
         {"torch.flatten", flatten_rule},
@@ -594,21 +352,6 @@ const std::map<std::string, Rule>& function_rules() {
         {"torch.softmax", softmax_rule},
         {"torch.nn.functional.softmax", softmax_rule},
         {"operator.getitem", getitem},
-        {"operator.mod", binary("Mod")},
-        {"operator.floordiv", binary("FloorDiv")},
-        {"operator.gt", binary("Greater")},
-        {"torch.gt", binary("Greater")},
-        {"operator.lt", binary("Less")},
-        {"torch.lt", binary("Less")},
-        {"operator.ge", binary("GreaterOrEqual")},
-        {"torch.ge", binary("GreaterOrEqual")},
-        {"operator.le", binary("LessOrEqual")},
-        {"torch.le", binary("LessOrEqual")},
-        {"operator.eq", binary("Equal")},
-        {"torch.eq", binary("Equal")},
-        {"operator.ne", binary("NotEqual")},
-        {"torch.ne", binary("NotEqual")},
-        {"torch._assert", assert_rule},
         {ir::op::kTorchRelu, unary_rule("Relu")},
         {ir::op::kFunctionalRelu, unary_rule("Relu")},
         {"torch.relu_", unary_rule("Relu")},
@@ -637,8 +380,9 @@ const std::map<std::string, Rule>& function_rules() {
         {"torch.nn.functional.adaptive_avg_pool3d",
          [](const Context& c) { return adaptive_avg_pool(c, c.ints_of(c.arg(1, "output_size"))); }},
     };
-    rules.insert(functional_rules().begin(), functional_rules().end());
-    rules.insert(shuffle_rules().begin(), shuffle_rules().end());
+    for (const auto* more : {&quantize_rules(), &arithmetic_rules(), &functional_rules(), &shuffle_rules()}) {
+      rules.insert(more->begin(), more->end());
+    }
     return rules;
   }();
   return kRules;
@@ -647,15 +391,6 @@ const std::map<std::string, Rule>& function_rules() {
 const std::map<std::string, Rule>& method_rules() {
   static const std::map<std::string, Rule> kRules = [] {
     std::map<std::string, Rule> rules = {
-        {ir::op::kDequantize, dequantize},
-        {ir::op::kTo, to},
-        {"add", binary("Add")},
-        {"add_", binary("Add")},
-        {"sub", binary("Sub")},
-        {"mul", binary("Mul")},
-        {"mul_", binary("Mul")},
-        {"div", binary("Div")},
-        {"matmul", binary("MatMul")},
         {"flatten", flatten_rule},
         {"view", reshape},
         {"reshape", reshape},
@@ -673,8 +408,10 @@ const std::map<std::string, Rule>& method_rules() {
         {"detach", pass_through},
         {"clone", pass_through},
     };
-    rules.insert(functional_method_rules().begin(), functional_method_rules().end());
-    rules.insert(shuffle_method_rules().begin(), shuffle_method_rules().end());
+    for (const auto* more :
+         {&quantize_method_rules(), &arithmetic_method_rules(), &functional_method_rules(), &shuffle_method_rules()}) {
+      rules.insert(more->begin(), more->end());
+    }
     return rules;
   }();
   return kRules;

@@ -14,8 +14,8 @@
 
 #include "onnx_rules.h"
 
-#include "nn/quantized_kinds.h"
 #include "qfx/nn/quantizable_lstm.h"
+#include "qfx/nn/quantized.h"
 
 #include <ATen/ATen.h>
 
@@ -231,10 +231,8 @@ class QuantizedLstm {
   /// A quantized Linear (torch.ao.nn.quantized.Linear) on quint8 `x`.
   Value linear_part(const Context& c, const torch::nn::Module& module, const Value& x, const std::string& what) const {
     const auto& q = dynamic_cast<const nn::QuantizedModuleImpl&>(module);
-    std::vector<c10::IValue> wb =
-        nn::detail::call_op_returning_all("quantized::linear_unpack", "", {q.attribute("_packed_params")});
-    at::Tensor bias = wb[1].isNone() ? at::Tensor() : wb[1].toTensor();
-    Value y = linear(c, dequantized(x), wb[0].toTensor(), bias);
+    auto [weight, bias] = nn::unpack_linear(q);
+    Value y = linear(c, dequantized(x), weight, bias);
     return requantize(c, y.name, q.attribute("scale").toDouble(), q.attribute("zero_point").toInt(), what);
   }
 

@@ -44,7 +44,8 @@ struct ExampleRun {
   /// of sizes (x.size(), x.dim(), x.numel(), x.shape) that come out the
   /// same with one more batch row (with a symbolic batch).
   std::unordered_map<const ir::Node*, c10::IValue> known;
-  c10::IValue output;  ///< the model's output on the example input
+  c10::IValue output;         ///< the model's output on the example input
+  bool dynamic_batch = true;  ///< dim 0 of inputs and outputs is the symbolic `batch`
 };
 
 /// Runs `gm` on `inputs`, and with `dynamic_batch` again with one more batch
@@ -97,6 +98,8 @@ class Context {
   double double_of(const Value& v) const;
   /// The sizes of the node's output or of input node `input` in the example run.
   const std::vector<int64_t>& shape() const { return shape_of(&node_); }
+  /// False under --static-batch: dim 0 is the example's, as every other.
+  bool dynamic_batch() const { return state_.run.dynamic_batch; }
   const std::vector<int64_t>& shape_of(const ir::Node* node) const;
   /// The dtype of node `node`'s value in the example run (ExampleRun::dtypes).
   c10::ScalarType dtype_of(const ir::Node* node) const;
@@ -199,6 +202,14 @@ std::string hardsigmoid(const Context& c, const std::string& x);
 /// ops that make lists or change ranks: by call_function target and method name.
 const std::map<std::string, Rule>& functional_rules();
 const std::map<std::string, Rule>& functional_method_rules();
+/// quantize_per_tensor / _per_channel / _dynamic, dequantize and `to`: by
+/// call_function target and method name.
+const std::map<std::string, Rule>& quantize_rules();
+const std::map<std::string, Rule>& quantize_method_rules();
+/// +, -, *, /, //, %, @ and comparisons (Python's operators and torch's
+/// functions and methods), torch._assert: by call_function target and method name.
+const std::map<std::string, Rule>& arithmetic_rules();
+const std::map<std::string, Rule>& arithmetic_method_rules();
 /// pixel_shuffle, pixel_unshuffle, channel_shuffle, roll, narrow and
 /// repeat_interleave: by call_function target and method name.
 const std::map<std::string, Rule>& shuffle_rules();

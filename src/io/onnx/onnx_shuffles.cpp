@@ -60,13 +60,16 @@ Value channel_shuffle(const Context& c) {
   return split_transpose_join(c, split, perm, s);
 }
 
-/// Dim `dim` of argument 0 (negative from the end), which must not be the batch.
+/// Dim `dim` of argument 0 (negative from the end), which must not be a
+/// symbolic batch: its extent is the example's.
 int64_t fixed_dim(const Context& c, int64_t dim, const char* op) {
   int64_t rank = c.rank_of_arg(0);
   if (dim < -rank || dim >= rank)
     c.fail(std::string(op) + " of dim " + std::to_string(dim) + " of a rank-" + std::to_string(rank) + " tensor");
   if (dim < 0) dim += rank;
-  if (dim == 0) c.fail(std::string(op) + " along dim 0, the symbolic batch, has no ONNX form here");
+  if (dim == 0 && c.dynamic_batch()) {
+    c.fail(std::string(op) + " along dim 0, the symbolic batch, has no ONNX form here (--static-batch fixes it)");
+  }
   return dim;
 }
 
@@ -123,7 +126,7 @@ Value repeat_interleave(const Context& c) {
   tiles[axis + 1] = repeats.constant.toInt();
   std::string tiled = c.g().op("Tile", {x, c.g().ints(h + "_repeats", tiles)}, h + "_tiled");
   std::vector<int64_t> shape = c.shape();
-  shape[0] = 0;
+  if (c.dynamic_batch()) shape[0] = 0;  // the batch of the input (never the dim repeated: fixed_dim)
   return Value::tensor(c.g().op("Reshape", {tiled, c.g().ints(h + "_shape", shape)}, h));
 }
 

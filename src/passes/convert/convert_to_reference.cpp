@@ -250,7 +250,7 @@ std::vector<const ir::Node*> weighted_module_nodes(const ir::GraphModule& gm, co
   std::vector<const ir::Node*> nodes;
   std::unordered_set<const torch::nn::Module*> seen;
   for (const ir::Node* node : gm.graph().nodes()) {
-    if (node->op() != ir::Opcode::kCallModule || detail::is_observer_node(*node, gm)) continue;
+    if (node->op() != ir::Opcode::kCallModule || is_observer_node(*node, gm)) continue;
     std::shared_ptr<torch::nn::Module> module = gm.get_submodule(node->target());
     if (!seen.insert(module.get()).second || detail::custom_module_at(*node, gm, custom_classes) ||
         dynamic_cast<nn::NestedGraphModuleImpl*>(module.get()) != nullptr || !is_weighted_module(backend, *module)) {
@@ -310,7 +310,7 @@ void convert_custom_module(ir::GraphModule& gm, ir::Node& node, const torch::nn:
   }
   ActivationPostProcess* output_observer = nullptr;
   for (ir::Node* user : node.users()) {
-    if (detail::is_observer_node(*user, gm)) output_observer = observer_at(gm, *user).get();
+    if (is_observer_node(*user, gm)) output_observer = observer_at(gm, *user).get();
   }
   bool lstm = dynamic_cast<const nn::QuantizableLSTMImpl*>(&observed) != nullptr;
   TORCH_CHECK(output_observer != nullptr || lstm, "convert: custom module %", node.name(), " has no output observer");
@@ -321,7 +321,8 @@ void convert_custom_module(ir::GraphModule& gm, ir::Node& node, const torch::nn:
 
 /// convert's rewrite of each node, in graph order, the weighted modules'
 /// conversions done as jobs.
-void convert_nodes(ir::GraphModule& gm, const ConvertToReferenceOptions& options, const CustomModuleMapping& custom_classes) {
+void convert_nodes(ir::GraphModule& gm, const ConvertToReferenceOptions& options,
+                   const CustomModuleMapping& custom_classes) {
   const backend::BackendConfig& backend = options.backend();
   AttrNamer attrs(gm);
   QuantizedOutputs quantized_outputs;
@@ -333,7 +334,7 @@ void convert_nodes(ir::GraphModule& gm, const ConvertToReferenceOptions& options
       if (std::find(quantized.begin(), quantized.end(), placeholders++) == quantized.end()) continue;
       detail::insert_dequantize_after(gm.graph(), *node);
     } else if (node->op() == ir::Opcode::kCallModule) {
-      if (detail::is_observer_node(*node, gm)) {
+      if (is_observer_node(*node, gm)) {
         convert_observer(gm, attrs, *node, quantized_outputs);
       } else if (detail::is_dequant_stub(*node, gm)) {
         detail::replace_with_dequantize(gm.graph(), *node);  // a DeQuantStub after a custom LSTM
@@ -360,6 +361,9 @@ bool convert_to_reference(ir::GraphModule& gm, const ConvertToReferenceOptions& 
   const CustomModuleMapping& custom_classes =
       options.convert_custom_config ? options.convert_custom_config->observed_to_quantized_custom_module_classes
                                     : kNone;
+  for (ir::Node* node : gm.graph().nodes()) {  // kept by lowering on the quantized op that replaces a node
+    if (node->meta().count(kPreparedNameMeta) == 0) node->meta()[kPreparedNameMeta] = node->name();
+  }
   convert_nodes(gm, options, custom_classes);
   keep_outputs_quantized(gm.graph(), options.output_quantized_indexes);
   gm.graph().eliminate_dead_code();

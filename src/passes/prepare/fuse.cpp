@@ -95,7 +95,13 @@ struct Fusing {
 
 Decline apply_fusion(Fusing& f, const RuleMatch& m) {
   bool is_job = f.next_job < f.jobs.size() && f.jobs[f.next_job] == m.index;
-  std::shared_ptr<torch::nn::Module> fused = is_job ? f.built->take(f.next_job++) : f.fused_module(m);
+  std::shared_ptr<torch::nn::Module> fused;
+  try {
+    fused = is_job ? f.built->take(f.next_job++) : f.fused_module(m);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, "fuse: %", m.output()->name(), " (", f.configs[m.rule]->pattern().str(),
+                "): ", e.what_without_backtrace());
+  }
   ir::Node* output = m.output();
   ir::Node* root = f.inputs[m.index].root;
   f.gm.add_submodule(root->target(), std::move(fused));

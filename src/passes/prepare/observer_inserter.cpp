@@ -4,6 +4,7 @@
 #include "observer_inserter.h"
 
 #include "qfx/ir/module_registry.h"
+#include "qfx/passes/prepare_state.h"
 #include "qfx/pattern/op_catalog.h"
 #include "qfx/quant/observer_base.h"
 

@@ -51,15 +51,15 @@ bool is_called(const ir::GraphModule& model, const std::string& path) {
 }  // namespace
 
 void check_custom_config_modules(const ir::GraphModule& model, const PrepareCustomConfig& config,
-                                 const std::string& where) {
+                                 const std::string& where, const std::string& why_not_called) {
   auto check = [&](const std::string& path, bool nested, const char* what) {
     std::shared_ptr<torch::nn::Module> module = model.find_submodule(path);
     TORCH_CHECK(module != nullptr, where, ": the PrepareCustomConfig names ", what, " ", qfx::detail::echoed(path),
                 ", which is not a module of the model");
     bool kept = nested ? dynamic_cast<nn::NestedGraphModuleImpl*>(module.get()) != nullptr
                        : dynamic_cast<nn::ScriptModuleImpl*>(module.get()) != nullptr || is_called(model, path);
-    TORCH_CHECK(kept, where, ": the PrepareCustomConfig names ", what, " ", qfx::detail::echoed(path),
-                ", which the import inlined: import the model with qfx::import_options(config), as qfx quantize does");
+    TORCH_CHECK(kept, where, ": the PrepareCustomConfig names ", what, " ", qfx::detail::echoed(path), ", which ",
+                why_not_called);
   };
   for (const auto& entry : config.standalone_module_names) check(entry.first, true, "the standalone module");
   for (const std::string& path : config.non_traceable_module_names) check(path, false, "the non-traceable module");

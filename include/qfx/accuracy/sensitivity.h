@@ -41,10 +41,10 @@ const char* metric_name(TrialMetric metric);
 
 /// A node trials can leave float.
 struct QuantizableNode {
-  std::string name;    ///< in the calibrated graph
-  std::string op;      ///< call_module, call_function or call_method
-  std::string target;  ///< as FX names it (a module path for call_module)
-  std::string type;    ///< a call_module's module type (`torch.ao.nn.intrinsic.ConvReLU2d`), else empty
+  std::string name;         ///< in the calibrated graph
+  std::string op;           ///< call_module, call_function or call_method
+  std::string target;       ///< as FX names it (a module path for call_module)
+  std::string module_type;  ///< a call_module's class (`torch.ao.nn.intrinsic.ConvReLU2d`), else empty
 };
 
 /// Trials of one calibrated prepared model.

@@ -1,15 +1,16 @@
 #pragma once
-// How the calibration observers (calibration_observers.h) choose a clipping
-// range from a histogram: percentile, entropy (TensorRT's KL divergence
-// method) and MSE. The histogram is read as a piecewise-linear cumulative
-// distribution (counts spread evenly inside each bin), so it can be resampled
-// onto any range, folded into magnitudes, and merged.
+/// \file
+/// How the calibration observers (calibration_observers.h) choose a clipping
+/// range from a histogram: percentile, entropy (TensorRT's KL divergence
+/// method) and MSE. The histogram is read as a piecewise-linear cumulative
+/// distribution (counts spread evenly inside each bin), so it can be resampled
+/// onto any range, folded into magnitudes, and merged.
 
 #include <cstdint>
 #include <utility>
 #include <vector>
 
-namespace qfx::quant::detail {
+namespace qfx::quant {
 
 /// Counts of values in `bins` equal-width bins over [lo, hi].
 struct BinnedCounts {
@@ -70,4 +71,4 @@ std::pair<double, double> mse_range(const BinnedCounts& h, const QuantGrid& grid
 /// qparams `grid` gives the range [lo, hi].
 double expected_squared_error(const BinnedCounts& h, const QuantGrid& grid, double lo, double hi);
 
-}  // namespace qfx::quant::detail
+}  // namespace qfx::quant

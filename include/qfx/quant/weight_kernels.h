@@ -1,17 +1,18 @@
 #pragma once
-// Kernels for the weights convert works on, written as loops that give the
-// same values as the ATen ops PyTorch 1.13 runs for them, parallel over
-// channels (SSE2, and AVX2 chosen at run time):
-//
-//   row_aminmax           at::aminmax(rows, 1): per-row minimum and maximum
-//   quantize_channels     at::quantize_per_channel to qint8 / quint8
-//   quantize_tensor       at::quantize_per_tensor to qint8 / quint8
+/// \file
+/// Kernels for the weights convert works on, written as loops that give the
+/// same values as the ATen ops PyTorch 1.13 runs for them, parallel over
+/// channels (SSE2, and AVX2 chosen at run time):
+///
+///   row_aminmax           at::aminmax(rows, 1): per-row minimum and maximum
+///   quantize_channels     at::quantize_per_channel to qint8 / quint8
+///   quantize_tensor       at::quantize_per_tensor to qint8 / quint8
 
 #include <ATen/core/Tensor.h>
 
 #include <utility>
 
-namespace qfx::quant::detail {
+namespace qfx::quant {
 
 /// Whether row_aminmax, quantize_channels and quantize_tensor take 32
 /// elements at a time with AVX2 (on by default when the CPU has it); tests
@@ -36,4 +37,4 @@ at::Tensor quantize_channels(const at::Tensor& x, const at::Tensor& scales, cons
 at::Tensor quantize_tensor(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& zero_point,
                            c10::ScalarType dtype);
 
-}  // namespace qfx::quant::detail
+}  // namespace qfx::quant

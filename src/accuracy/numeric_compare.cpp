@@ -1,7 +1,7 @@
 // Per-layer comparison of a float model and a quantized one: activation
 // sources (interpreter, TorchScript), name matching, error sums.
 
-#include "qfx/numeric_compare.h"
+#include "qfx/accuracy/numeric_compare.h"
 
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/graph.h"
@@ -91,6 +91,24 @@ std::string base_name(const std::string& debug_name) {
   return debug_name.substr(0, dot);
 }
 
+/// The node name a TorchScript value stands for: its debug name without the
+/// version suffix; a submodule call `attn = self.attn.forward(x)`, which
+/// TorchScript names `attn0` beside the module's own `attn`, as `attn`.
+std::string node_name(const torch::jit::Value& value) {
+  std::string name = base_name(value.debugName());
+  const torch::jit::Node& node = *value.node();
+  if (node.kind() != c10::prim::CallMethod || node.inputs().empty()) return name;
+  const torch::jit::Node& module = *node.input(0)->node();
+  if (module.kind() != c10::prim::GetAttr) return name;
+  const std::string& attribute = module.s(c10::attr::name);
+  bool numbered = name.size() > attribute.size() && name.compare(0, attribute.size(), attribute) == 0 &&
+                  std::all_of(name.begin() + static_cast<std::ptrdiff_t>(attribute.size()), name.end(),
+                              [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+  return numbered ? attribute : name;
+}
+
+bool is_tensor(const torch::jit::Value& value) { return value.type()->kind() == c10::TypeKind::TensorType; }
+
 class ScriptActivations : public ActivationSource {
  public:
   explicit ScriptActivations(const std::string& path) : module_(io::load_script(path)) {
@@ -99,12 +117,12 @@ class ScriptActivations : public ActivationSource {
     std::set<std::string> seen;
     for (torch::jit::Node* node : graph_->nodes()) {
       for (torch::jit::Value* value : node->outputs()) {
-        if (!value->hasDebugName() || value->type()->kind() != c10::TypeKind::TensorType) continue;
-        std::string name = base_name(value->debugName());
+        if (!value->hasDebugName() || !is_tensor(*value)) continue;
+        std::string name = node_name(*value);
         if (!seen.insert(name).second) continue;
         names_.push_back(name);
         for (torch::jit::Value* input : node->inputs()) {
-          if (input->hasDebugName()) inputs_[name].push_back(base_name(input->debugName()));
+          if (input->hasDebugName()) inputs_[name].push_back(node_name(*input));
         }
       }
     }
@@ -129,14 +147,14 @@ class ScriptActivations : public ActivationSource {
     std::unordered_map<std::string, torch::jit::Value*> by_name;
     for (torch::jit::Node* node : graph->nodes()) {
       for (torch::jit::Value* value : node->outputs()) {
-        if (value->hasDebugName()) by_name.emplace(base_name(value->debugName()), value);
+        if (value->hasDebugName() && is_tensor(*value)) by_name.emplace(node_name(*value), value);
       }
     }
     std::vector<torch::jit::Value*> outputs{graph->outputs()[0]};
     slots_.clear();
     for (size_t i = 0; i < wanted.size(); ++i) {
       auto it = by_name.find(wanted[i]);
-      if (it == by_name.end() || it->second->type()->kind() != c10::TypeKind::TensorType) continue;
+      if (it == by_name.end()) continue;
       outputs.push_back(it->second);
       slots_.push_back(i);
     }
@@ -231,13 +249,14 @@ std::string sizes_of(const at::Tensor& t) {
 
 nlohmann::json layer_json(const LayerError& layer) {
   double sqnr = layer.sqnr_db();
-  return {{"name", layer.name},
-          {"float_node", layer.float_node},
-          {"op", layer.op},
-          {"sqnr_db", std::isfinite(sqnr) ? nlohmann::json(sqnr) : nlohmann::json()},
-          {"normalized_l2", layer.normalized_l2()},
-          {"cosine", layer.cosine()},
-          {"numel", layer.numel}};
+  nlohmann::json out = {
+      {"name", layer.name}, {"float_node", layer.float_node}, {"op", layer.op}, {"target", layer.target}};
+  if (!layer.module_type.empty()) out["module_type"] = layer.module_type;
+  out.update({{"sqnr_db", std::isfinite(sqnr) ? nlohmann::json(sqnr) : nlohmann::json()},
+              {"normalized_l2", layer.normalized_l2()},
+              {"cosine", layer.cosine()},
+              {"numel", layer.numel}});
+  return out;
 }
 
 }  // namespace
@@ -283,7 +302,9 @@ NumericComparison::NumericComparison(const ir::GraphModule& float_model, std::un
     LayerError layer;
     layer.name = name;
     layer.float_node = end->name();
-    layer.op = op_of(float_model, *end);
+    layer.op = ir::opcode_name(end->op());
+    layer.target = end->target();
+    if (end->op() == ir::Opcode::kCallModule) layer.module_type = op_of(float_model, *end);
     layers_.push_back(layer);
     quant_names_.push_back(name);
     float_names_.push_back(end->name());
@@ -292,7 +313,7 @@ NumericComparison::NumericComparison(const ir::GraphModule& float_model, std::un
               "compare: no node of the float model has a match in the quantized model "
               "(was it made from this float model?)");
   output_.name = output_.float_node = "output";
-  output_.op = "output";
+  output_.op = output_.target = "output";
 }
 
 NumericComparison::NumericComparison(const ir::GraphModule& float_model, const std::string& quantized_path)

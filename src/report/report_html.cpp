@@ -1,7 +1,7 @@
 // The HTML report: a static page whose script renders the embedded report
 // JSON into tables and a Chart.js bar chart of per-layer SQNR.
 
-#include "qfx/report_html.h"
+#include "qfx/report/report_html.h"
 
 #include <nlohmann/json.hpp>
 
@@ -88,11 +88,13 @@ constexpr const char* kRender = R"html(</script>
   const compare = report.compare;
   if (compare && compare.layers && compare.layers.length) {
     const layers = compare.layers.concat([compare.output]);
-    const rows = layers.map(l => ({cells: [l.name, l.float_node, l.op, l.sqnr_db === null ? 'inf' : fixed(l.sqnr_db, 2),
+    const rows = layers.map(l => ({cells: [l.name, l.float_node, l.target || l.op, l.module_type || '',
+                                          l.sqnr_db === null ? 'inf' : fixed(l.sqnr_db, 2),
                                           fixed(l.normalized_l2, 6), fixed(l.cosine, 6)]}));
     document.getElementById('compare-table').append(
         el('div', {class: 'muted'}, compare.batches + ' batches'),
-        table(['layer', 'float node', 'op', 'SQNR dB', 'norm L2', 'cosine'], rows, [false, false, false, true, true, true]));
+        table(['layer', 'float node', 'target', 'module type', 'SQNR dB', 'norm L2', 'cosine'], rows,
+              [false, false, false, false, true, true, true]));
     const canvas = document.getElementById('sqnr-chart');
     const chart = new Chart(canvas, {
       type: 'bar',
@@ -111,7 +113,7 @@ constexpr const char* kRender = R"html(</script>
   if (sensitivity && sensitivity.nodes && sensitivity.nodes.length) {
     const unit = sensitivity.metric === 'top1' ? '%' : ' dB';
     const score = v => v === null ? 'inf' : fixed(v, 2) + unit;
-    const rows = sensitivity.nodes.map((n, i) => ({cells: [i + 1, n.node, n.target + (n.type ? ' (' + n.type + ')' : ''),
+    const rows = sensitivity.nodes.map((n, i) => ({cells: [i + 1, n.node, n.target + (n.module_type ? ' (' + n.module_type + ')' : ''),
                                                            score(n.only_float), score(n.only_quantized)]}));
     document.getElementById('sensitivity-table').append(
         el('div', {class: 'muted'}, sensitivity.metric + ': float ' + score(sensitivity.float) + ', all quantized ' +
@@ -137,12 +139,12 @@ constexpr const char* kRender = R"html(</script>
   if (nodes.length) {
     const qp = q => !q ? '' : Array.isArray(q.scale) ? 'per-channel (' + q.scale.length + ')'
                             : 'scale ' + Number(q.scale).toPrecision(6) + ', zp ' + q.zero_point + ' (' + q.dtype + ')';
-    const rows = nodes.map(n => ({cls: n.quantized ? '' : 'float', cells: [n.name, n.op, n.target,
+    const rows = nodes.map(n => ({cls: n.quantized ? '' : 'float', cells: [n.name, n.op, n.target, n.module_type || '',
         n.quantized ? 'yes' : 'no', n.mode || '', n.reason || (n.fused_into ? 'fused into ' + n.fused_into : ''),
         qp(n.output_qparams), qp(n.weight_qparams)]}));
     section('nodes', 'Nodes',
-            table(['node', 'op', 'target', 'quantized', 'mode', 'why / where', 'output qparams', 'weight qparams'], rows,
-                  [false, false, false, false, false, false, false, false]));
+            table(['node', 'op', 'target', 'module type', 'quantized', 'mode', 'why / where', 'output qparams',
+                   'weight qparams'], rows, [false, false, false, false, false, false, false, false, false]));
   }
 })();
 </script>

@@ -1,7 +1,7 @@
 // Sensitivity trials: convert copies of one calibrated model with chosen
 // nodes float, score them on batches in memory.
 
-#include "qfx/sensitivity.h"
+#include "qfx/accuracy/sensitivity.h"
 
 #include "qfx/ir/interpreter.h"
 #include "qfx/ir/module_registry.h"
@@ -192,7 +192,7 @@ nlohmann::json SensitivityReport::to_json() const {
     rows.push_back({{"node", n.node.name},
                     {"op", n.node.op},
                     {"target", n.node.target},
-                    {"type", n.node.type},
+                    {"module_type", n.node.module_type},
                     {"only_quantized", n.only_quantized},
                     {"only_float", n.only_float}});
   }
@@ -222,8 +222,9 @@ std::string SensitivityReport::table() const {
   int rank = 0;
   for (const NodeSensitivity& n : nodes) {
     const QuantizableNode& node = n.node;
-    std::string target =
-        node.type.empty() ? node.target : node.target + " (" + node.type.substr(node.type.rfind('.') + 1) + ")";
+    std::string target = node.module_type.empty()
+                             ? node.target
+                             : node.target + " (" + node.module_type.substr(node.module_type.rfind('.') + 1) + ")";
     std::snprintf(line, sizeof(line), "%4d  %-32s %-40s %11.2f%s %13.2f%s\n", ++rank, node.name.c_str(), target.c_str(),
                   n.only_float, unit, n.only_quantized, unit);
     out += line;

@@ -1,20 +1,23 @@
 #pragma once
-// The aten -> FX op table: for each ATen op a TorchScript graph may hold, the
-// node FX's symbolic tracer would have recorded for the Python call that
-// produced it (`aten::add` -> `operator.add`, `aten::flatten` ->
-// `torch.flatten`, `aten::view` -> method `view`).
+/// \file
+/// The ATen -> FX op table: for each ATen op a TorchScript graph may hold, the
+/// node FX's symbolic tracer would have recorded for the Python call that
+/// produced it (`aten::add` -> `operator.add`, `aten::flatten` ->
+/// `torch.flatten`, `aten::view` -> method `view`). Importers read it
+/// forwards, the TorchScript export backwards (a `torch.nn.functional` call
+/// as the ATen op it traces to).
 
 #include "qfx/ir/node.h"
 
 #include <string>
 #include <vector>
 
-namespace qfx::io::detail {
+namespace qfx::ir {
 
 /// How one ATen op becomes one FX node.
 struct OpMapping {
   const char* aten;           ///< "aten::add" (all overloads)
-  ir::Opcode op;              ///< kCallFunction or kCallMethod
+  Opcode op;                  ///< kCallFunction or kCallMethod
   const char* target;         ///< "operator.add", "view", ...
   std::vector<int> order;     ///< ATen inputs that become FX args, in FX order; empty: all
   int max_positional = -1;    ///< FX args the target takes (-1: any)
@@ -22,7 +25,7 @@ struct OpMapping {
   bool inplace = false;       ///< add `inplace=True`
 };
 
-/// Every mapping, in table order (export reads the table backwards).
+/// Every mapping, in table order.
 const std::vector<OpMapping>& op_mappings();
 
 /// The mapping for an ATen op name, or nullptr.
@@ -41,9 +44,4 @@ const std::vector<UpsampleMapping>& upsample_mappings();
 /// The upsampling row of an ATen op name, or nullptr.
 const UpsampleMapping* find_upsample_mapping(const std::string& aten_name);
 
-/// Rows of ATen ops that need more than a mapping (e.g. `aten::_convolution`
-/// -> `F.conv2d`, `aten::slice` -> `operator.getitem` with slice objects) are
-/// handled in graph_builder.cpp; these names are those ops.
-bool has_custom_mapping(const std::string& aten_name);
-
-}  // namespace qfx::io::detail
+}  // namespace qfx::ir

@@ -1,7 +1,8 @@
 #pragma once
-// Sizes checked before they are allocated or used: what a file asks for
-// against the memory the machine has, and every tensor against the storage
-// it reads. Internal to src/io.
+/// \file
+/// Sizes checked before they are allocated or used: what a file asks for
+/// against the memory the machine has, and every tensor against the storage
+/// it reads. What every reader of model and data files (qfx/io) checks.
 
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/jit/api/module.h>
@@ -11,7 +12,7 @@
 #include <optional>
 #include <string>
 
-namespace qfx::io::detail {
+namespace qfx::io {
 
 /// Bytes this process could still get: MemAvailable + SwapFree of
 /// /proc/meminfo (UINT64_MAX when that cannot be read).
@@ -39,4 +40,4 @@ void check_storages(const c10::IValue& value, const std::string& what, const Rec
 /// archive's data records hold together, `held` (a truncated record).
 void check_model_storages(const torch::jit::Module& module, const std::string& path, uint64_t held);
 
-}  // namespace qfx::io::detail
+}  // namespace qfx::io

@@ -35,9 +35,11 @@ namespace qfx {
 /// How close a quantized activation is to the float one, over every batch
 /// added (sums over all elements, so batches weigh by their size).
 struct LayerError {
-  std::string name;        ///< the quantized model's node ("output" for the model output)
-  std::string float_node;  ///< the float node it is compared with
-  std::string op;          ///< the float node's target (`torch.nn.Conv2d`, `torch.add`)
+  std::string name;         ///< the quantized model's node ("output" for the model output)
+  std::string float_node;   ///< the float node it is compared with
+  std::string op;           ///< the float node's FX op (`call_module`, `call_function`, ...)
+  std::string target;       ///< its FX target (`layer1.0.conv1`, `torch.add`)
+  std::string module_type;  ///< a call_module's class (`torch.nn.Conv2d`), else ""
   int64_t numel = 0;
   double float_sq = 0, quant_sq = 0, dot = 0, error_sq = 0;
 

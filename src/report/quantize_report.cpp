@@ -2,9 +2,8 @@
 // node meta (qconfig, observed, why it stays float) and the observers around
 // each node.
 
-#include "qfx/quantize_report.h"
+#include "qfx/report/quantize_report.h"
 
-#include "passes/quant_matches.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/python_literals.h"
 #include "qfx/nn/intrinsic.h"
@@ -43,7 +42,7 @@ nlohmann::json qparams_json(quant::ActivationPostProcess& obs) {
 }
 
 std::shared_ptr<quant::ActivationPostProcess> observer_of(const ir::GraphModule& gm, const ir::Node* n) {
-  if (n == nullptr || !passes::detail::is_observer_node(*n, gm)) return nullptr;
+  if (n == nullptr || !passes::is_observer_node(*n, gm)) return nullptr;
   return std::dynamic_pointer_cast<quant::ActivationPostProcess>(gm.get_submodule(n->target()));
 }
 
@@ -75,6 +74,32 @@ nlohmann::json weight_qparams(const ir::GraphModule& gm, const ir::Node& n, cons
   return qparams_json(*obs);
 }
 
+/// An argument's qparams: its observer's, null when not observed; a tuple or
+/// list (an LSTM's `(h, c)`) as the list of its parts'.
+nlohmann::json argument_qparams(const ir::GraphModule& gm, const ir::Argument& a) {
+  if (a.kind() == ir::Argument::Kind::kTuple || a.kind() == ir::Argument::Kind::kList) {
+    nlohmann::json parts = nlohmann::json::array();
+    for (const ir::Argument& item : a.items()) parts.push_back(argument_qparams(gm, item));
+    return parts;
+  }
+  auto obs = a.is_node() ? observer_of(gm, a.to_node()) : nullptr;
+  return obs ? qparams_json(*obs) : nlohmann::json(nullptr);
+}
+
+/// The observers inside a call_module node's module (the static LSTM's gates,
+/// `layers.0.layer_fw.cell.input_gate`), keyed by their path within it.
+nlohmann::json internal_qparams(const ir::GraphModule& gm, const ir::Node& n) {
+  nlohmann::json out = nlohmann::json::object();
+  if (n.op() != ir::Opcode::kCallModule) return out;
+  for (const auto& item : gm.get_submodule(n.target())->named_modules("", /*include_self=*/false)) {
+    const std::string& path = item.key();
+    bool weight = path.size() >= 17 && path.compare(path.size() - 17, 17, "weight_fake_quant") == 0;  // weight_qparams
+    auto* obs = dynamic_cast<quant::ActivationPostProcess*>(item.value().get());
+    if (obs != nullptr && !weight) out[path] = qparams_json(*obs);
+  }
+  return out;
+}
+
 /// The report entry of a node present in the prepared graph.
 nlohmann::json entry(const ir::GraphModule& gm, const ir::Node& n) {
   nlohmann::json j;
@@ -92,16 +117,15 @@ nlohmann::json entry(const ir::GraphModule& gm, const ir::Node& n) {
                                                                           : "no pattern of the BackendConfig covers it";
   }
   nlohmann::json inputs = nlohmann::json::array();
-  for (const ir::Argument& a : n.args()) {
-    auto obs = a.is_node() ? observer_of(gm, a.to_node()) : nullptr;
-    inputs.push_back(obs ? qparams_json(*obs) : nlohmann::json(nullptr));
-  }
+  for (const ir::Argument& a : n.args()) inputs.push_back(argument_qparams(gm, a));
   j["input_qparams"] = inputs;
   j["output_qparams"] = nullptr;
   for (const ir::Node* user : n.users()) {
     if (auto obs = observer_of(gm, user)) j["output_qparams"] = qparams_json(*obs);
   }
   j["weight_qparams"] = observed && qconfig && mode != "none" ? weight_qparams(gm, n, *qconfig) : nullptr;
+  nlohmann::json internal = internal_qparams(gm, n);
+  if (!internal.empty()) j["internal_qparams"] = internal;
   return j;
 }
 
@@ -116,11 +140,10 @@ std::vector<ReportNode> report_nodes_of(const ir::GraphModule& float_model) {
     std::string op = n->op() == ir::Opcode::kCallModule     ? "call_module"
                      : n->op() == ir::Opcode::kCallFunction ? "call_function"
                                                             : "call_method";
-    std::string target = n->op() == ir::Opcode::kCallModule
-                             ? ir::module_type_name(*float_model.get_submodule(n->target()))
-                             : n->target();
+    std::string type =
+        n->op() == ir::Opcode::kCallModule ? ir::module_type_name(*float_model.get_submodule(n->target())) : "";
     std::string first = !n->args().empty() && n->args()[0].is_node() ? n->args()[0].to_node()->name() : "";
-    nodes.push_back({n->name(), op, target, first});
+    nodes.push_back({n->name(), op, n->target(), type, first});
   }
   return nodes;
 }
@@ -130,6 +153,7 @@ nlohmann::json quantization_report(const ir::GraphModule& prepared, const std::v
   std::map<std::string, nlohmann::json> entries;
   for (const ReportNode& f : float_nodes) {
     nlohmann::json j = {{"name", f.name}, {"op", f.op}, {"target", f.target}};
+    if (!f.module_type.empty()) j["module_type"] = f.module_type;
     const ir::Node* n = prepared.graph().find_node(f.name);
     if (n != nullptr) {
       j.update(entry(prepared, *n));

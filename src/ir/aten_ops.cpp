@@ -1,16 +1,15 @@
-// The aten -> FX op table. In-place ATen variants (`add_`, `relu_`) come from
+// The ATen -> FX op table. In-place ATen variants (`add_`, `relu_`) come from
 // Python code such as `out += identity` or `F.relu(x, inplace=True)`; FX
 // records the first as the out-of-place operator (a Proxy has no __iadd__)
 // and the second with `inplace=True`.
 
-#include "op_table.h"
+#include "qfx/ir/aten_ops.h"
 
 #include <unordered_map>
 
-namespace qfx::io::detail {
+namespace qfx::ir {
 namespace {
 
-using ir::Opcode;
 constexpr Opcode kFn = Opcode::kCallFunction;
 constexpr Opcode kMethod = Opcode::kCallMethod;
 
@@ -165,10 +164,4 @@ const UpsampleMapping* find_upsample_mapping(const std::string& aten_name) {
   return nullptr;
 }
 
-bool has_custom_mapping(const std::string& aten_name) {
-  return aten_name == "aten::_convolution" || aten_name == "aten::slice" || aten_name == "aten::select" ||
-         aten_name == "aten::index" || aten_name == "aten::fill_" || aten_name == "aten::copy_" ||
-         find_upsample_mapping(aten_name) != nullptr;
-}
-
-}  // namespace qfx::io::detail
+}  // namespace qfx::ir
