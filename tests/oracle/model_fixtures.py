@@ -298,9 +298,59 @@ def write_codegen():
         json.dump({'code': g.python_code('self').src}, f, indent=1)
 
 
+class FastPathEncoder(nn.Module):
+    """A batch-first TransformerEncoder with a Linear head: traced under torch.no_grad() in eval mode, each layer
+    records aten::_transformer_encoder_layer_fwd (PyTorch's fast path)."""
+
+    def __init__(self, norm_first, activation):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True, norm_first=norm_first,
+                                           activation=activation)
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(self.enc(x))
+
+
+class FastPathAttention(nn.Module):
+    """Self-attention between Linear layers: traced under torch.no_grad(), the attention records
+    aten::_native_multi_head_attention."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.attn, self.fc2 = nn.Linear(8, 8), nn.MultiheadAttention(8, 2, batch_first=True), nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = self.fc1(x)
+        return self.fc2(self.attn(x, x, x, need_weights=False)[0])
+
+
+def write_fast_paths():
+    """Each model traced twice with the same weights: on PyTorch's fast path (no_grad) and on its slow path
+    (grad enabled), with the eval-mode output: `fast_path_<name>{_fast,_slow}.pt`, `.input.pt`, `.output.pt`."""
+    cases = [('encoder', lambda: FastPathEncoder(False, 'relu')),
+             ('encoder_norm_first_gelu', lambda: FastPathEncoder(True, 'gelu')),
+             ('attention', FastPathAttention)]
+    for name, ctor in cases:
+        torch.manual_seed(0)
+        model = ctor().eval()
+        x = torch.rand(2, 5, 8)
+        with torch.no_grad():
+            fast = torch.jit.trace(model, x)
+            output = model(x)
+        slow = torch.jit.trace(model, x, check_trace=False)
+        base = os.path.join(OUT, f'fast_path_{name}')
+        fast.save(base + '_fast.pt')
+        slow.save(base + '_slow.pt')
+        torch.save(x, base + '.input.pt')
+        torch.save(output, base + '.output.pt')
+
+
 def write_all(out):
     global OUT
     OUT = out
+    write_fast_paths()
     for name, ctor, inputs, script in models():
         write_model(name, ctor, inputs, script)
     write_bad_models()

@@ -3,6 +3,7 @@
 // saved, and, when asked, loaded back and run once before it is written.
 
 #include "qfx/io/torchscript_export.h"
+#include "qfx/io/script_define.h"
 #include "qfx/ir/op_names.h"
 
 #include "module_script.h"
@@ -11,7 +12,6 @@
 
 #include "qfx/ir/printer.h"
 
-#include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -26,30 +26,6 @@ namespace qfx::io {
 namespace {
 
 using detail::ScriptAttrs;
-
-/// `torch` is ATen's ops plus `torch.ops.NS.op`, as Python's torch.
-struct TorchValue : torch::jit::SugaredValue {
-  std::string kind() const override { return "torch"; }
-  std::shared_ptr<torch::jit::SugaredValue> attr(const torch::jit::SourceRange& loc, torch::jit::GraphFunction& m,
-                                                 const std::string& field) override {
-    if (field == "ops") return std::make_shared<OpsValue>();
-    return std::make_shared<torch::jit::BuiltinModule>("aten")->attr(loc, m, field);
-  }
-  struct OpsValue : torch::jit::SugaredValue {
-    std::string kind() const override { return "torch.ops"; }
-    std::shared_ptr<torch::jit::SugaredValue> attr(const torch::jit::SourceRange&, torch::jit::GraphFunction&,
-                                                   const std::string& ns) override {
-      return std::make_shared<torch::jit::BuiltinModule>(ns);
-    }
-  };
-};
-
-struct TorchResolver : torch::jit::Resolver {
-  std::shared_ptr<torch::jit::SugaredValue> resolveValue(const std::string& name, torch::jit::GraphFunction&,
-                                                         const torch::jit::SourceRange&) override {
-    return name == "torch" ? std::make_shared<TorchValue>() : nullptr;
-  }
-};
 
 std::string source_of(const ir::GraphModule& gm, ScriptAttrs& attrs) {
   std::unique_ptr<ir::Graph> graph = detail::script_graph(gm, attrs);
@@ -108,7 +84,7 @@ void mark_eval(torch::jit::Module& module) { module.register_attribute("training
 
 void define_forward(torch::jit::Module& module, const std::string& source) {
   try {
-    module.define(source, std::make_shared<TorchResolver>());
+    define_method(module, source);
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "export: TorchScript rejected the generated forward: ", e.what());
   }

@@ -204,6 +204,7 @@ bool has_custom_mapping(const std::string& aten_name) {
   return aten_name == "aten::_convolution" || aten_name == "aten::slice" || aten_name == "aten::select" ||
          aten_name == "aten::index" || aten_name == "aten::fill_" || aten_name == "aten::copy_" ||
          aten_name == "prim::dtype" || aten_name == "prim::device" || aten_name == "aten::tensor" ||
+         aten_name == "aten::_transformer_encoder_layer_fwd" ||
          ir::find_upsample_mapping(aten_name) != nullptr;
 }
 
@@ -352,6 +353,7 @@ ImportValue GraphBuilder::custom_op(const torch::jit::Node& node, const std::vec
   if (kind == "aten::fill_" || kind == "aten::copy_") return setitem(node, inputs);
   if (kind == "prim::dtype" || kind == "prim::device") return tensor_metadata(node, inputs);
   if (kind == "aten::tensor") return new_tensor(node, inputs);
+  if (kind == "aten::_transformer_encoder_layer_fwd") return encoder_layer_fast_path(inputs);
   return slice_or_select(node, inputs);
 }
 

@@ -51,6 +51,19 @@ class GraphBuilder : public Walker::Handler {
   /// `value[index]` as a view; a view of a view merges the two indexes.
   ImportValue view_of(const ImportValue& value, ir::Argument::Items index);
   ImportValue leaf_call(const ImportValue& module, const std::string& method, std::vector<ImportValue> args);
+  /// A call of `module` (added at `path` the first time) on `args`.
+  ir::Node* built_leaf_call(const std::string& path, std::shared_ptr<torch::nn::Module> module,
+                            std::vector<ir::Argument> args);
+  /// Input `index` of a fused op as the weight it is (undefined for None).
+  at::Tensor tensor_input(const std::vector<ImportValue>& inputs, size_t index, const char* what);
+  /// aten::_transformer_encoder_layer_fwd in the layer being walked: the
+  /// slow path's calls of its submodules (fast_paths.cpp).
+  ImportValue encoder_layer_fast_path(const std::vector<ImportValue>& inputs);
+  /// A traced nn.MultiheadAttention whose forward is its fast path
+  /// (aten::_native_multi_head_attention): the same self-attention as a
+  /// whole module of the slow path's ops; nullptr for any other forward.
+  std::shared_ptr<torch::nn::Module> attention_fast_path(const torch::jit::Module& module,
+                                                         const torch::jit::Graph& forward);
   /// A traced recurrent module's flat outputs as getitems of the FX call
   /// (`order`: which of output, h_n, c_n each is; `single`: one value, not a tuple).
   ImportValue recurrent_result(ir::Node* module, bool lstm, const std::vector<size_t>& order, bool single);

@@ -207,11 +207,13 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string
   if (built_leaves_.count(path) == 0) {
     std::string type = python_class_name(*module.module);
     std::shared_ptr<torch::nn::Module> built = build_leaf_module(*module.module, type, path, method);
-    if (built == nullptr) {
+    bool attention = type == "torch.nn.modules.activation.MultiheadAttention";
+    if (built == nullptr && attention) built = attention_fast_path(*module.module, *forward.graph());
+    if (built == nullptr || attention) {
       // FX keeps such a leaf as it is; no pattern matches it, so it stays float
       TORCH_WARN("import: module '", path, "' (", public_type_name(type),
                  ") has no qfx form: it runs as TorchScript and stays float");
-      built = std::make_shared<nn::ScriptModuleImpl>(*module.module, public_type_name(type));
+      if (built == nullptr) built = std::make_shared<nn::ScriptModuleImpl>(*module.module, public_type_name(type));
     }
     gm_.add_submodule(path, std::move(built));
     built_leaves_.insert(path);
