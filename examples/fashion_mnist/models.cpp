@@ -34,15 +34,18 @@ std::unique_ptr<qfx::ir::GraphModule> make_cnn() {
 /// Adds modules and nodes under dotted names ("blocks.0.conv1").
 class Builder {
  public:
-  explicit Builder(qfx::ir::GraphModule& gm) : gm_(gm) {}
+  /// `relu6`: the activations are ReLU6, as MobileNetV2's, else ReLU.
+  explicit Builder(qfx::ir::GraphModule& gm, bool relu6 = false) : gm_(gm), relu6_(relu6) {}
 
-  /// conv (no bias) -> batch norm [-> relu]
+  /// conv (no bias) -> batch norm [-> relu or relu6]
   Node* conv_bn(Node* x, const std::string& name, int64_t in, int64_t out, int64_t kernel, int64_t stride,
                 int64_t groups, bool relu) {
     auto options = torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).groups(groups);
     x = module(x, name + ".conv", torch::nn::Conv2d(options.bias(false)).ptr());
     x = module(x, name + ".bn", torch::nn::BatchNorm2d(out).ptr());
-    return relu ? module(x, name + ".relu", torch::nn::ReLU().ptr()) : x;
+    if (!relu) return x;
+    return relu6_ ? module(x, name + ".relu", torch::nn::ReLU6().ptr())
+                  : module(x, name + ".relu", torch::nn::ReLU().ptr());
   }
 
   /// MobileNetV2's inverted residual block.
@@ -63,11 +66,12 @@ class Builder {
 
  private:
   qfx::ir::GraphModule& gm_;
+  bool relu6_;
 };
 
-std::unique_ptr<qfx::ir::GraphModule> make_mobilenet() {
+std::unique_ptr<qfx::ir::GraphModule> make_mobilenet(bool relu6) {
   auto gm = std::make_unique<qfx::ir::GraphModule>();
-  Builder b(*gm);
+  Builder b(*gm, relu6);
   qfx::ir::Graph& g = gm->graph();
   Node* x = b.conv_bn(g.placeholder("x"), "stem", 1, 16, 3, 1, 1, true);
   struct Block {
@@ -160,9 +164,10 @@ std::unique_ptr<qfx::ir::GraphModule> make_vit() {
 std::unique_ptr<qfx::ir::GraphModule> make_model(const std::string& name) {
   std::unique_ptr<qfx::ir::GraphModule> gm;
   if (name == "cnn") gm = make_cnn();
-  if (name == "mobilenet") gm = make_mobilenet();
+  if (name == "mobilenet") gm = make_mobilenet(false);
+  if (name == "mobilenet_relu6") gm = make_mobilenet(true);
   if (name == "vit") gm = make_vit();
-  TORCH_CHECK(gm != nullptr, "unknown model '", name, "' (models: cnn, mobilenet, vit)");
+  TORCH_CHECK(gm != nullptr, "unknown model '", name, "' (models: cnn, mobilenet, mobilenet_relu6, vit)");
   gm->lint();
   return gm;
 }

@@ -15,6 +15,7 @@ namespace fashion_mnist {
 /// batch norm after each conv, residual adds where shapes allow), a 1x1 head,
 /// global average pooling and a linear classifier. ReLU instead of ReLU6, so
 /// cross-layer equalization applies (ReLU commutes with positive scales).
+/// "mobilenet_relu6": the same with ReLU6, as MobileNetV2 has it.
 /// "vit": a small vision transformer: 4x4 patches of the 28x28 image as 49
 /// tokens of 64 (a conv), their positions added by a depthwise 3x3 conv over
 /// the patch grid, four pre-norm encoder blocks (4-head self-attention from

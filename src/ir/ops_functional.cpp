@@ -6,6 +6,8 @@
 
 #include "builtin_registrations.h"
 
+#include "qfx/ir/kernel_workarounds.h"
+
 #include <ATen/ATen.h>
 
 namespace qfx::ir {
@@ -20,7 +22,10 @@ at::Tensor relu(A a) {
 
 at::Tensor hardtanh(A a, double lo, double hi, size_t inplace_index) {
   at::Tensor x = a.tensor(0, "input");
-  return a.bool_or(inplace_index, "inplace", false) ? at::hardtanh_(x, lo, hi) : at::hardtanh(x, lo, hi);
+  bool inplace = a.bool_or(inplace_index, "inplace", false);
+  at::Tensor out = clamp_in_memory_order(
+      x, [&](at::Tensor v) { return inplace ? at::hardtanh_(v, lo, hi) : at::hardtanh(v, lo, hi); });
+  return inplace ? x : out;
 }
 
 template <at::Tensor (*Op)(const at::Tensor&), at::Tensor& (*Inplace)(at::Tensor&)>

@@ -4,6 +4,8 @@
 #include "builtin_registrations.h"
 #include "ops_common.h"
 
+#include "qfx/ir/kernel_workarounds.h"
+
 #include <ATen/ATen.h>
 
 namespace qfx::ir {
@@ -99,8 +101,10 @@ void register_tensor_methods() {
        [](A a) -> c10::IValue {
          const c10::IValue* lo = a.find(1, "min");
          const c10::IValue* hi = a.find(2, "max");
-         return self(a).clamp(lo ? c10::optional<at::Scalar>(lo->toScalar()) : c10::nullopt,
-                              hi ? c10::optional<at::Scalar>(hi->toScalar()) : c10::nullopt);
+         return clamp_in_memory_order(self(a), [&](const at::Tensor& x) {
+           return x.clamp(lo ? c10::optional<at::Scalar>(lo->toScalar()) : c10::nullopt,
+                          hi ? c10::optional<at::Scalar>(hi->toScalar()) : c10::nullopt);
+         });
        }},
       {"add", [](A a) { return arith(a, BinaryOp::kAdd); }},
       {"sub", [](A a) { return arith(a, BinaryOp::kSub); }},

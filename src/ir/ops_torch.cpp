@@ -4,6 +4,8 @@
 #include "builtin_registrations.h"
 #include "ops_common.h"
 
+#include "qfx/ir/kernel_workarounds.h"
+
 #include <ATen/ATen.h>
 
 namespace qfx::ir {
@@ -147,8 +149,10 @@ void register_torch_ops() {
        [](A a) -> c10::IValue {
          const c10::IValue* lo = a.find(1, "min");
          const c10::IValue* hi = a.find(2, "max");
-         return at::clamp(a.tensor(0, "input"), lo ? c10::optional<at::Scalar>(lo->toScalar()) : c10::nullopt,
-                          hi ? c10::optional<at::Scalar>(hi->toScalar()) : c10::nullopt);
+         return clamp_in_memory_order(a.tensor(0, "input"), [&](const at::Tensor& x) {
+           return at::clamp(x, lo ? c10::optional<at::Scalar>(lo->toScalar()) : c10::nullopt,
+                            hi ? c10::optional<at::Scalar>(hi->toScalar()) : c10::nullopt);
+         });
        }},
       {"torch.mean", [](A a) { return reduce(a, true); }},
       {"torch.sum", [](A a) { return reduce(a, false); }},

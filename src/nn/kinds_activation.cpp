@@ -2,9 +2,12 @@
 
 #include "module_kinds.h"
 
+#include "qfx/ir/kernel_workarounds.h"
 #include "qfx/nn/activation.h"
 
 #include <torch/nn/modules/activation.h>
+
+#include <utility>
 
 namespace qfx::nn {
 namespace {
@@ -24,6 +27,32 @@ at::Tensor activation_fresh(const Impl&, const at::Tensor& x) {
   return Impl::out_of_place(x);
 }
 
+std::pair<double, double> hardtanh_range(const torch::nn::ReLU6Impl&) { return {0.0, 6.0}; }
+std::pair<double, double> hardtanh_range(const torch::nn::HardtanhImpl& m) {
+  return {m.options.min_val(), m.options.max_val()};
+}
+
+// nn.ReLU6 and nn.Hardtanh out of place, on the memory-order view where
+// qnnpack's kernel needs it (ir::clamp_in_memory_order).
+template <typename Impl>
+at::Tensor hardtanh_fresh(const Impl& m, const at::Tensor& x) {
+  auto [lo, hi] = hardtanh_range(m);
+  return ir::clamp_in_memory_order(x, [&](const at::Tensor& v) { return at::hardtanh(v, lo, hi); });
+}
+
+// Their forward: in place when the module says so, on the same view.
+template <typename Impl>
+ir::ModuleForward hardtanh_forward() {
+  return [](torch::nn::Module& module, std::vector<c10::IValue>& in) -> c10::IValue {
+    const auto& m = dynamic_cast<const Impl&>(module);
+    at::Tensor x = detail::only_tensor_input(module, in);
+    if (!m.options.inplace()) return hardtanh_fresh(m, x);
+    auto [lo, hi] = hardtanh_range(m);
+    ir::clamp_in_memory_order(x, [&](at::Tensor v) { return at::hardtanh_(v, lo, hi); });
+    return x;
+  };
+}
+
 }  // namespace
 
 void register_activation_kinds() {
@@ -34,16 +63,14 @@ void register_activation_kinds() {
   add_inplace_kind<torch::nn::ReLU6Impl>(
       "torch.nn.ReLU6",
       [](const torch::nn::Module& m) { return inplace_only(as<torch::nn::ReLU6Impl>(m).options.inplace()); },
-      [](const torch::nn::ReLU6Impl&, const at::Tensor& x) { return at::hardtanh(x, 0, 6); });
+      hardtanh_fresh<torch::nn::ReLU6Impl>, hardtanh_forward<torch::nn::ReLU6Impl>());
   add_inplace_kind<torch::nn::HardtanhImpl>(
       "torch.nn.Hardtanh",
       [](const torch::nn::Module& m) {
         const auto& o = as<torch::nn::HardtanhImpl>(m).options;
         return "min_val=" + py_float(o.min_val()) + ", max_val=" + py_float(o.max_val()) + inplace_suffix(o.inplace());
       },
-      [](const torch::nn::HardtanhImpl& m, const at::Tensor& x) {
-        return at::hardtanh(x, m.options.min_val(), m.options.max_val());
-      });
+      hardtanh_fresh<torch::nn::HardtanhImpl>, hardtanh_forward<torch::nn::HardtanhImpl>());
   add_inplace_kind<HardswishImpl>("torch.nn.Hardswish", no_repr, activation_fresh<HardswishImpl>);
   add_inplace_kind<HardsigmoidImpl>("torch.nn.Hardsigmoid", no_repr, activation_fresh<HardsigmoidImpl>);
   add_inplace_kind<SiLUImpl>(

@@ -83,8 +83,9 @@ ir::ModuleForward unary_fresh_forward(at::Tensor (*fn)(const Impl&, const at::Te
 /// into a new tensor (ModuleKind::fresh_forward).
 template <typename Impl>
 void add_inplace_kind(const std::string& name, ir::ModuleExtraRepr extra_repr,
-                      at::Tensor (*fresh)(const Impl&, const at::Tensor&)) {
-  ir::ModuleKind kind{name, typeid(Impl), unary_forward<Impl>(), std::move(extra_repr), ""};
+                      at::Tensor (*fresh)(const Impl&, const at::Tensor&),
+                      ir::ModuleForward forward = unary_forward<Impl>()) {
+  ir::ModuleKind kind{name, typeid(Impl), std::move(forward), std::move(extra_repr), ""};
   kind.fresh_forward = unary_fresh_forward<Impl>(fresh);
   ir::ModuleRegistry::instance().add(std::move(kind));
 }

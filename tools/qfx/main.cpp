@@ -4,6 +4,7 @@
 
 #include "commands.h"
 
+#include "qfx/ir/kernel_workarounds.h"
 #include "qfx/runtime.h"
 
 #include <c10/util/Exception.h>
@@ -139,6 +140,7 @@ int run_command(int argc, char** argv) {
   qfx::reuse_freed_memory();  // batch after batch; glibc builds only, tcmalloc keeps freed memory itself
   CLI::App app{"qfx: FX graph mode quantization for C++"};
   app.require_subcommand(1);
+  app.fallthrough();  // the app's options (--kernel-workarounds) may follow the command
   qfx::cli::Action action;
   qfx::cli::add_print_command(app, action);
   qfx::cli::add_run_command(app, action);
@@ -152,6 +154,11 @@ int run_command(int argc, char** argv) {
   qfx::cli::add_compare_command(app, action);
   qfx::cli::add_report_command(app, action);
   qfx::cli::add_export_command(app, action);
+  std::string workarounds = "on";
+  app.add_option("--kernel-workarounds", workarounds,
+                 "on (default) or off: whether qfx works around LibTorch's wrong quantized kernels "
+                 "(docs/divergences.md); off shows what the kernels compute")
+      ->check(CLI::IsMember({"on", "off"}));
   check_integer_ranges(app);
   try {
     app.parse(argc, argv);
@@ -159,6 +166,7 @@ int run_command(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     return fail(std::string(e.what()) + " (see qfx --help)", 2);
   }
+  qfx::ir::set_kernel_workarounds(workarounds == "on");
   std::cout.exceptions(std::ios::badbit);  // a failed write throws, with errno still telling why
   try {
     action();

@@ -6,6 +6,7 @@
 #include "qfx/ir/op_names.h"
 
 #include "qfx/ir/aten_ops.h"
+#include "qfx/ir/kernel_workarounds.h"
 
 #include <optional>
 #include <unordered_map>
@@ -179,6 +180,7 @@ std::unique_ptr<ir::Graph> script_graph(const ir::GraphModule& gm, ScriptAttrs& 
     if (node->op() == ir::Opcode::kCallFunction && node->target() == "torch._assert") lower_assert(*graph, *node);
     pointwise_conv_to_linear(gm, *graph, *node, attrs, registered);
     int_power(*graph, *node, ints);
+    if (ir::is_clamp_family(gm, *node)) ir::clamp_in_memory_order(*graph, *node);
   }
   for (ir::Node* node : graph->nodes()) {
     if (registered.count(node) != 0) continue;
