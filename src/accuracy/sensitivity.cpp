@@ -46,8 +46,13 @@ bool is_quantizable(const ir::GraphModule& gm, const ir::Node& node) {
 const char* metric_name(TrialMetric metric) { return metric == TrialMetric::kTop1 ? "top1" : "sqnr"; }
 
 QuantizationTrials::QuantizationTrials(const ir::GraphModule& float_model, const ir::GraphModule& calibrated,
-                                       Convert convert, TrialMetric metric, std::vector<LabelledBatch> batches)
-    : calibrated_(calibrated), convert_(std::move(convert)), metric_(metric), batches_(std::move(batches)) {
+                                       Convert convert, TrialMetric metric, std::vector<LabelledBatch> batches,
+                                       Convert to_reference)
+    : calibrated_(calibrated),
+      convert_(std::move(convert)),
+      to_reference_(std::move(to_reference)),
+      metric_(metric),
+      batches_(std::move(batches)) {
   TORCH_CHECK(!batches_.empty(), "sensitivity trials need data: no batches");
   for (const LabelledBatch& batch : batches_) {
     TORCH_CHECK(metric != TrialMetric::kTop1 || batch.labels.defined(),
@@ -140,6 +145,7 @@ std::vector<double> QuantizationTrials::scores(const std::vector<std::set<std::s
                                                double* shared_nodes) const {
   std::vector<std::unique_ptr<ir::GraphModule>> models;
   for (const std::set<std::string>& float_nodes : float_sets) models.push_back(convert_with(float_nodes));
+  trials_run_ += static_cast<int64_t>(models.size());
   std::vector<std::unique_ptr<ir::GraphModule>> bases;
   if (float_sets.size() >= kSharedPrefixTrials) {
     bases.push_back(convert_with({}));
@@ -159,6 +165,22 @@ std::vector<double> QuantizationTrials::scores(const std::vector<std::set<std::s
   return values;
 }
 
+// Kernel gaps need few batches: a wrong kernel is wrong on any input.
+constexpr size_t kKernelGapBatches = 4;
+
+const std::map<std::string, KernelGap>& QuantizationTrials::kernel_gaps() const {
+  TORCH_CHECK(has_reference(), "kernel gaps need the trials' convert_to_reference_fx");
+  if (kernel_gaps_) return *kernel_gaps_;
+  std::unique_ptr<ir::GraphModule> reference = calibrated_.deep_copy();
+  to_reference_(*reference);
+  std::unique_ptr<ir::GraphModule> lowered = convert_with({});
+  std::vector<std::vector<c10::IValue>> inputs;
+  for (size_t i = 0; i < std::min(batches_.size(), kKernelGapBatches); ++i) inputs.push_back(batches_[i].inputs);
+  kernel_gaps_.emplace();
+  for (const KernelGap& gap : qfx::kernel_gaps(*reference, *lowered, inputs)) kernel_gaps_->emplace(gap.node, gap);
+  return *kernel_gaps_;
+}
+
 SensitivityReport analyze_sensitivity(const QuantizationTrials& trials) {
   auto start = std::chrono::steady_clock::now();
   SensitivityReport report;
@@ -176,9 +198,16 @@ SensitivityReport analyze_sensitivity(const QuantizationTrials& trials) {
   std::vector<double> scores = trials.scores(float_sets, &report.shared_nodes);
   report.quantized_score = scores[0];
   for (size_t i = 0; i < trials.nodes().size(); ++i) {
-    report.nodes.push_back({trials.nodes()[i], scores[1 + 2 * i], scores[2 + 2 * i]});
+    NodeSensitivity n{trials.nodes()[i], scores[1 + 2 * i], scores[2 + 2 * i]};
+    if (trials.has_reference()) {
+      auto gap = trials.kernel_gaps().find(n.node.name);
+      if (gap != trials.kernel_gaps().end()) n.kernel_gap = gap->second.steps;
+    }
+    report.nodes.push_back(n);
   }
   std::stable_sort(report.nodes.begin(), report.nodes.end(), [](const NodeSensitivity& a, const NodeSensitivity& b) {
+    if (a.kernel_fault() != b.kernel_fault()) return a.kernel_fault();
+    if (a.kernel_fault() && a.kernel_gap != b.kernel_gap) return a.kernel_gap > b.kernel_gap;
     if (a.only_float != b.only_float) return a.only_float > b.only_float;
     return a.only_quantized < b.only_quantized;
   });
@@ -194,7 +223,9 @@ nlohmann::json SensitivityReport::to_json() const {
                     {"target", n.node.target},
                     {"module_type", n.node.module_type},
                     {"only_quantized", n.only_quantized},
-                    {"only_float", n.only_float}});
+                    {"only_float", n.only_float},
+                    {"kernel_gap_steps", n.kernel_gap},
+                    {"kernel_fault", n.kernel_fault()}});
   }
   auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   return {{"metric", metric_name(metric)},
@@ -216,8 +247,8 @@ std::string SensitivityReport::table() const {
                 metric_name(metric), float_score, unit, quantized_score, unit, nodes.size(), 2 * nodes.size() + 1,
                 seconds, float_seconds > 0 ? seconds / float_seconds : 0.0, 100 * shared_nodes);
   out += line;
-  std::snprintf(line, sizeof(line), "%4s  %-32s %-40s %12s %14s\n", "rank", "node", "target", "only float",
-                "only quantized");
+  std::snprintf(line, sizeof(line), "%4s  %-32s %-40s %12s %14s  %s\n", "rank", "node", "target", "only float",
+                "only quantized", "kernel gap");
   out += line;
   int rank = 0;
   for (const NodeSensitivity& n : nodes) {
@@ -225,90 +256,13 @@ std::string SensitivityReport::table() const {
     std::string target = node.module_type.empty()
                              ? node.target
                              : node.target + " (" + node.module_type.substr(node.module_type.rfind('.') + 1) + ")";
-    std::snprintf(line, sizeof(line), "%4d  %-32s %-40s %11.2f%s %13.2f%s\n", ++rank, node.name.c_str(), target.c_str(),
-                  n.only_float, unit, n.only_quantized, unit);
+    std::string gap = n.kernel_gap < 0 ? "-" : std::to_string(n.kernel_gap) + (n.kernel_gap == 1 ? " step" : " steps");
+    if (n.kernel_fault()) gap += ": kernel fault";
+    std::snprintf(line, sizeof(line), "%4d  %-32s %-40s %11.2f%s %13.2f%s  %s\n", ++rank, node.name.c_str(),
+                  target.c_str(), n.only_float, unit, n.only_quantized, unit, gap.c_str());
     out += line;
   }
   return out;
-}
-
-namespace {
-
-bool nameable(const QuantizableNode& node) { return node.op == "call_module" || node.op == "call_function"; }
-
-}  // namespace
-
-std::set<std::string> FallbackResult::float_nodes() const {
-  std::set<std::string> names;
-  for (const FallbackStep& step : steps) names.insert(step.node.name);
-  return names;
-}
-
-nlohmann::json FallbackResult::to_json() const {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const FallbackStep& step : steps) {
-    rows.push_back({{"node", step.node.name},
-                    {"op", step.node.op},
-                    {"target", step.node.target},
-                    {"score", step.score},
-                    {"gain", step.gain}});
-  }
-  return {
-      {"float", float_score}, {"quantized", quantized_score}, {"final", score}, {"met", met}, {"float_nodes", rows}};
-}
-
-FallbackResult fall_back(const QuantizationTrials& trials, double max_drop, int64_t max_float_nodes) {
-  FallbackResult result;
-  result.float_score = trials.float_score();
-  result.quantized_score = result.score = trials.score({});
-  auto within = [&](double score) { return result.float_score - score <= max_drop; };
-  result.met = within(result.score);
-  if (result.met || max_float_nodes == 0) return result;
-  std::vector<QuantizableNode> candidates;
-  std::vector<std::set<std::string>> alone;
-  for (const QuantizableNode& node : trials.nodes()) {
-    if (!nameable(node)) continue;
-    candidates.push_back(node);
-    alone.push_back({node.name});
-  }
-  std::vector<double> alone_scores = trials.scores(alone);
-  std::vector<std::pair<double, QuantizableNode>> ranked;  // (score with the node alone float, node)
-  for (size_t i = 0; i < candidates.size(); ++i) ranked.emplace_back(alone_scores[i], candidates[i]);
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::set<std::string> float_nodes;
-  for (const auto& [alone, node] : ranked) {
-    if (within(result.score) || static_cast<int64_t>(float_nodes.size()) == max_float_nodes) break;
-    float_nodes.insert(node.name);
-    double score = trials.score(float_nodes);
-    if (score <= result.score) {  // verified: no gain, undone
-      float_nodes.erase(node.name);
-      continue;
-    }
-    result.steps.push_back({node, score, score - result.score});
-    result.score = score;
-  }
-  result.met = within(result.score);
-  return result;
-}
-
-quant::QConfigMapping mapping_with_float_nodes(quant::QConfigMapping mapping, const ir::GraphModule& calibrated,
-                                               const std::set<std::string>& float_nodes) {
-  std::map<std::pair<std::string, std::string>, int64_t> next_index;  // (scope, function) -> calls so far
-  for (const ir::Node* node : calibrated.graph().nodes()) {
-    if (node->op() == ir::Opcode::kCallFunction) {
-      ir::NodeScope scope = ir::node_scope(*node);
-      int64_t index = next_index[{scope.module_path, node->target()}]++;
-      if (float_nodes.count(node->name()) > 0) {
-        mapping.set_module_name_object_type_order(scope.module_path, node->target(), index, std::nullopt);
-      }
-    } else if (node->op() == ir::Opcode::kCallModule && float_nodes.count(node->name()) > 0) {
-      mapping.set_module_name(node->target(), std::nullopt);
-    } else {
-      TORCH_CHECK(float_nodes.count(node->name()) == 0, "node ", node->name(),
-                  " cannot be left float by a QConfigMapping entry of its own");
-    }
-  }
-  return mapping;
 }
 
 }  // namespace qfx

@@ -152,30 +152,6 @@ std::vector<std::string> observed_nodes(const ir::GraphModule& gm) {
   return observed;
 }
 
-/// The tensors of a value, depth first (a trace returns nested tuples flat).
-void flatten(const c10::IValue& v, std::vector<at::Tensor>& out) {
-  if (v.isTensor()) return out.push_back(v.toTensor());
-  for (const c10::IValue& item : v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec())
-    flatten(item, out);
-}
-
-/// Signal-to-quantization-noise ratio of `ours` against the float `expected`
-/// (the lowest over their tensors), in dB.
-double sqnr_db(const c10::IValue& ours, const c10::IValue& expected) {
-  std::vector<at::Tensor> a, b;
-  flatten(ours, a);
-  flatten(expected, b);
-  EXPECT_EQ(a.size(), b.size()) << "outputs";
-  double worst = INFINITY;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    at::Tensor f = b[i].to(at::kDouble);
-    at::Tensor q = (a[i].is_quantized() ? a[i].dequantize() : a[i]).to(at::kDouble);
-    double noise = (f - q).pow(2).sum().item<double>();
-    worst = std::min(worst, noise == 0 ? INFINITY : 10 * std::log10(f.pow(2).sum().item<double>() / noise));
-  }
-  return worst;
-}
-
 /// Exports `gm`, loads it back in torch::jit and runs it; keeps it for Python.
 c10::IValue exported_output(const ir::GraphModule& gm, const SuiteCase& c, const std::string& name,
                             const c10::IValue& interpreted) {
@@ -260,7 +236,7 @@ TEST_P(OracleSuite, MatchesPyTorch) {
   if (!compare || c.record["lowered"].contains("error")) {
     // No PyTorch model to compare with: qfx's must stay close to float.
     c10::IValue float_output = io::load_value(test::fixture(c.record["float_output"]));
-    EXPECT_GE(sqnr_db(lowered, float_output), 20.0) << c.why_sound_only();
+    EXPECT_GE(test::sqnr_db(lowered, float_output), 20.0) << c.why_sound_only();
     if (c.record.contains("eager_dynamic_output")) {  // what eager mode's quantize_dynamic computes
       c10::IValue eager = io::load_value(test::fixture(c.record["eager_dynamic_output"]));
       EXPECT_EQ(test::max_abs_error(lowered, eager), 0.0) << "quantize_dynamic's output";
@@ -390,11 +366,11 @@ TEST_P(OracleSuite, LoweredMatchesReference) {
     c10::IValue out = ir::Interpreter(*lowered).run(c.fresh_inputs());
     expect_exported_runs_as(*lowered, c, out, where);
     if (explained != explained_gaps().end()) {
-      EXPECT_LT(sqnr_db(out, reference), 30.0) << where << ": no longer " << explained->second.why;
+      EXPECT_LT(test::sqnr_db(out, reference), 30.0) << where << ": no longer " << explained->second.why;
     } else if (ops == 1 && step > 0) {
       EXPECT_LE(test::max_abs_error(out, reference), step * (1 + 1e-6)) << where << ": one output step " << step;
     } else {
-      EXPECT_GE(sqnr_db(out, reference), 30.0) << where;
+      EXPECT_GE(test::sqnr_db(out, reference), 30.0) << where;
     }
   }
 }

@@ -8,7 +8,7 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/quant/qconfig_mapping.h"
 #include "qfx/quantize.h"
-#include "qfx/accuracy/sensitivity.h"
+#include "qfx/accuracy/fallback.h"
 #include "support/fixtures.h"
 
 #include <ATen/ATen.h>
@@ -97,11 +97,16 @@ TEST(Sensitivity, FallbackLeavesTheSensitiveLayerFloatAndItsMappingReproducesThe
   test::EngineGuard engine("qnnpack");
   Trials t(TrialMetric::kSqnr);
   const double budget = t.trials->float_score();  // SQNR is infinite for float: any finite score is "within"
-  FallbackResult none = fall_back(*t.trials, budget, -1);
+  FallbackOptions within_float;
+  within_float.max_drop = budget;
+  FallbackResult none = fall_back(*t.trials, within_float);
   EXPECT_TRUE(none.met);
   EXPECT_TRUE(none.steps.empty());
 
-  FallbackResult one = fall_back(*t.trials, 0.0, 1);  // an impossible budget, at most one node float
+  FallbackOptions impossible;  // an impossible budget, at most one node float
+  impossible.max_drop = 0.0;
+  impossible.max_float_nodes = 1;
+  FallbackResult one = fall_back(*t.trials, impossible);
   ASSERT_EQ(one.steps.size(), 1u);
   EXPECT_EQ(one.steps[0].node.name, "fc2");
   EXPECT_FALSE(one.met);

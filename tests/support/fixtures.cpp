@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <fstream>
@@ -60,6 +61,30 @@ double max_error(const c10::IValue& a, const c10::IValue& b, bool relative) {
 double max_relative_error(const c10::IValue& a, const c10::IValue& b) { return max_error(a, b, true); }
 
 double max_abs_error(const c10::IValue& a, const c10::IValue& b) { return max_error(a, b, false); }
+
+namespace {
+/// The tensors of a value, depth first (a trace returns nested tuples flat).
+void flatten(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) return out.push_back(v.toTensor());
+  for (const c10::IValue& item : v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec())
+    flatten(item, out);
+}
+}  // namespace
+
+double sqnr_db(const c10::IValue& ours, const c10::IValue& expected) {
+  std::vector<at::Tensor> a, b;
+  flatten(ours, a);
+  flatten(expected, b);
+  TORCH_CHECK(a.size() == b.size(), "sqnr_db: ", a.size(), " outputs vs ", b.size());
+  double worst = INFINITY;
+  for (size_t i = 0; i < a.size(); ++i) {
+    at::Tensor f = as_double(b[i]);
+    at::Tensor q = as_double(a[i]);
+    double noise = (f - q).pow(2).sum().item<double>();
+    worst = std::min(worst, noise == 0 ? INFINITY : 10 * std::log10(f.pow(2).sum().item<double>() / noise));
+  }
+  return worst;
+}
 
 bool shares_storage(const torch::nn::Module& a, const torch::nn::Module& b) {
   std::set<const void*> storages;

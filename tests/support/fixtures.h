@@ -36,6 +36,9 @@ nlohmann::json fixture_json(const std::string& name);
 double max_relative_error(const c10::IValue& a, const c10::IValue& b);
 /// Largest |a - b| over all tensors (quantized ones dequantized), same rules.
 double max_abs_error(const c10::IValue& a, const c10::IValue& b);
+/// Signal-to-quantization-noise ratio of `ours` against `expected` (the
+/// lowest over their tensors, depth first), in dB; infinite when equal.
+double sqnr_db(const c10::IValue& ours, const c10::IValue& expected);
 
 /// True when a parameter or buffer anywhere under `a` and one under `b`
 /// share their storage.

@@ -8,6 +8,7 @@
 #include "data_args.h"
 #include "convert_export.h"
 #include "dist_args.h"
+#include "fallback_args.h"
 #include "onnx_args.h"
 #include "outputs.h"
 #include "qat_training.h"
@@ -27,7 +28,7 @@
 #include "qfx/quantize.h"
 #include "qfx/report/quantize_report.h"
 #include "qfx/report/report_html.h"
-#include "qfx/accuracy/sensitivity.h"
+#include "qfx/accuracy/fallback.h"
 #include "qfx/quant/qconfig_json.h"
 
 #include <ATen/ATen.h>
@@ -49,10 +50,8 @@ struct Options {
   std::string model, output, backend = "native", qconfig = "default", engine = "onednn", calib, report, report_html;
   std::string prepare_custom_config;
   std::string convert_custom_config;
-  std::string eval, write_qconfig;  // accuracy-driven fallback
-  double max_drop = -1;             // < 0: not asked
-  int64_t max_float_nodes = -1;     // < 0: no limit
-  int64_t calib_batches = 0;        // 0: all
+  int64_t calib_batches = 0;  // 0: all
+  FallbackArgs fallback;
   DataArgs data_args;
   TrainArgs train;
   OnnxArgs onnx;
@@ -154,44 +153,14 @@ void check_eval_mode(const ir::GraphModule& gm, const Options& o) {
   }
 }
 
-bool falls_back(const Options& o) { return o.max_drop >= 0 || o.max_float_nodes >= 0; }
-
-/// Where --max-drop / --max-float-nodes write the QConfigMapping: --write-qconfig, else beside the output
-/// (`out.pt` -> `out.qconfig.json`).
-std::string fallback_qconfig_path(const Options& o) {
-  if (!falls_back(o) || !o.write_qconfig.empty()) return o.write_qconfig;
-  return std::filesystem::path(o.output).replace_extension(".qconfig.json").string();
-}
-
-/// `--max-drop` / `--max-float-nodes`: leaves the most sensitive nodes of the calibrated model float until its
-/// top-1 on --eval is within the budget of `float_model`'s, writes the QConfigMapping that makes the same choice,
-/// and says on stderr what each node left float cost.
-nlohmann::json fall_back_to_float(ir::GraphModule& calibrated, const ir::GraphModule& float_model,
-                                  const quant::QConfigMapping& mapping, const backend::BackendConfig& backend,
-                                  const Options& o, const io::OutputOptions& outputs) {
-  std::vector<LabelledBatch> batches =
-      load_batches(o.eval, o.data_args, kTrialBatchSize, 0, "evaluation data", o.quiet);
-  auto convert = [&backend](ir::GraphModule& gm) { convert_fx(gm, backend); };
-  QuantizationTrials trials(float_model, calibrated, convert, TrialMetric::kTop1, std::move(batches));
-  double budget = o.max_drop >= 0 ? o.max_drop : -INFINITY;  // --max-float-nodes alone: as many as it allows
-  FallbackResult result = fall_back(trials, budget, o.max_float_nodes);
-  leave_float(calibrated, result.float_nodes());
-  quant::QConfigMapping chosen = mapping_with_float_nodes(mapping, calibrated, result.float_nodes());
-  io::write_output(fallback_qconfig_path(o), quant::qconfig_mapping_to_json(chosen).dump(1) + "\n", outputs);
-  char line[256];
-  std::snprintf(line, sizeof(line),
-                "fallback: float top-1 %.2f%%, all int8 %.2f%%, with %zu node(s) float %.2f%% (%s)\n",
-                result.float_score, result.quantized_score, result.steps.size(), result.score,
-                o.max_drop < 0 ? "no --max-drop"
-                : result.met   ? "within --max-drop"
-                               : "over --max-drop");
-  std::cerr << line;
-  for (const FallbackStep& step : result.steps) {
-    std::snprintf(line, sizeof(line), "  left float: %s (%s), top-1 %+.2f points\n", step.node.name.c_str(),
-                  step.node.target.c_str(), step.gain);
-    std::cerr << line;
-  }
-  return result.to_json();
+/// A missed --max-drop writes only --report (when asked): the search's
+/// record, without a model.
+void write_missed_budget_report(const Options& o, const nlohmann::json& report, io::OutputOptions outputs) {
+  if (o.report.empty()) return;
+  io::OutputBatch batch;
+  outputs.batch = &batch;
+  io::write_output(o.report, report.dump(1) + "\n", outputs);
+  batch.commit();
 }
 
 /// The model files' sizes, for the report's table: the float model's, and
@@ -233,10 +202,10 @@ void check_options(const Options& o) {
               "--qconfig qat or --dynamic");
   TORCH_CHECK(!(o.correct_bias || o.adaround) || !o.calib.empty(),
               "--correct-bias and --adaround need calibration data: pass --calib DATA");
-  TORCH_CHECK(!falls_back(o) || (!o.eval.empty() && !o.calib.empty() && !is_qat(o) && !o.dynamic),
+  TORCH_CHECK(!falls_back(o.fallback) || (!o.fallback.eval.empty() && !o.calib.empty() && !is_qat(o) && !o.dynamic),
               "--max-drop and --max-float-nodes need --eval DATA (labelled) and --calib DATA, for post-training "
               "static quantization");
-  TORCH_CHECK(!falls_back(o) || o.output != "-" || !o.write_qconfig.empty(),
+  TORCH_CHECK(!falls_back(o.fallback) || o.output != "-" || !o.fallback.write_qconfig.empty(),
               "--max-drop with -o - needs --write-qconfig FILE");
   TORCH_CHECK(o.dynamic || !o.calib.empty() || !o.train.data.empty(),
               "static quantization needs calibration data: pass --calib DATA (or --train DATA, or --dynamic)");
@@ -270,7 +239,7 @@ std::string quantize(const Options& o, Ranks& ranks, const io::OutputOptions& ou
   timings["import_s"] = clock.lap();
   // The float model as imported, for the HTML report's comparison.
   std::unique_ptr<ir::GraphModule> float_copy =
-      (!o.report_html.empty() && !o.calib.empty()) || falls_back(o) ? gm->deep_copy() : nullptr;
+      (!o.report_html.empty() && !o.calib.empty()) || falls_back(o.fallback) ? gm->deep_copy() : nullptr;
   improve_float_model(*gm, mapping, backend, o);
   prepare(*gm, mapping, backend, custom, o);
   if (ranks.group() != nullptr) dist::check_mergeable(*gm);
@@ -290,11 +259,22 @@ std::string quantize(const Options& o, Ranks& ranks, const io::OutputOptions& ou
   if (!ranks.writes()) return "";  // rank 0 converts and writes
   ranks.wait_for_workers();
   nlohmann::json fallback;
-  if (falls_back(o)) {
-    fallback = fall_back_to_float(*gm, *float_copy, mapping, backend, o, outputs);
+  if (falls_back(o.fallback)) {
+    fallback =
+        fall_back_to_float(*gm, *float_copy, mapping, backend, o.fallback, o.data_args, o.output, o.quiet, outputs);
     timings["fallback_s"] = clock.lap();
   }
   nlohmann::json nodes = quantization_report(*gm, float_nodes);
+  if (o.fallback.max_drop >= 0 && !fallback["met"].get<bool>() && !o.fallback.best_effort) {
+    write_missed_budget_report(o,
+                               {{"schema_version", kReportSchemaVersion},
+                                {"model", o.model},
+                                {"nodes", nodes},
+                                {"timings", timings},
+                                {"fallback", fallback}},
+                               outputs);
+    TORCH_CHECK(false, missed_budget(o.fallback, fallback, o.report));
+  }
   clock.lap();
   for (const std::string& name : custom.preserved_attributes) {  // kept into the output file
     convert_custom.preserved_attributes.push_back(name);
@@ -318,11 +298,11 @@ void run(const Options& given) {
     example =
         example_inputs(given.onnx, given.calib.empty() ? given.train.data : given.calib, given.data_args.resolved());
   }
-  io::OutputOptions outputs =
-      check_outputs({given.output, given.report, given.report_html, fallback_qconfig_path(given)},
-                    {given.model, given.calib, given.train.data, given.backend, given.qconfig,
-                     given.prepare_custom_config, given.convert_custom_config, given.eval},
-                    given.force, given.print);
+  io::OutputOptions outputs = check_outputs(
+      {given.output, given.report, given.report_html, fallback_qconfig_path(given.fallback, given.output)},
+      {given.model, given.calib, given.train.data, given.backend, given.qconfig, given.prepare_custom_config,
+       given.convert_custom_config, given.fallback.eval},
+      given.force, given.print);
   Ranks ranks(given.dist);
   Options o = given;
   o.quiet = o.quiet || !ranks.writes();
@@ -384,17 +364,7 @@ void add_quantize_command(CLI::App& app, Action& action) {
   cmd->add_flag("--correct-bias", o->correct_bias,
                 "bias correction before observation: each quantized layer's bias absorbs the mean shift its weight "
                 "quantization causes, measured on the calibration data");
-  cmd->add_option("--eval", o->eval, "labelled data --max-drop / --max-float-nodes score top-1 on");
-  cmd->add_option("--max-drop", o->max_drop,
-                  "leave the most sensitive nodes float until top-1 on --eval is within this many points of float; "
-                  "writes the QConfigMapping that makes that choice (--write-qconfig)");
-  cmd->add_option("--max-float-nodes", o->max_float_nodes,
-                  "leave at most this many nodes float (alone: exactly the N "
-                  "most sensitive that help)");
-  cmd->add_option("--write-qconfig", o->write_qconfig,
-                  "where --max-drop / --max-float-nodes write the QConfigMapping JSON (default: the output's name "
-                  "with .qconfig.json)")
-      ->check(output_file());
+  add_fallback_options(*cmd, o->fallback);
   cmd->add_flag("--adaround", o->adaround,
                 "learned rounding before observation: each quantized weight rounded up or down as minimizes its "
                 "layer's output error on the calibration data (AdaRound)");

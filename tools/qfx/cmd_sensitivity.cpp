@@ -50,7 +50,8 @@ void run(const Options& o) {
   for_each_calibration_batch(o.calib, o.data_args, o.calib_batches, "calibrate", o.quiet,
                              [&](const io::Batch& batch) { interpreter.run(batch.inputs); });
   auto convert = [&backend](ir::GraphModule& gm) { convert_fx(gm, backend); };
-  QuantizationTrials trials(*float_model, *calibrated, convert, metric, std::move(batches));
+  auto to_reference = [&backend](ir::GraphModule& gm) { convert_to_reference_fx(gm, backend); };
+  QuantizationTrials trials(*float_model, *calibrated, convert, metric, std::move(batches), to_reference);
   SensitivityReport report = analyze_sensitivity(trials);
 
   nlohmann::json json = report.to_json();

@@ -12,6 +12,7 @@
 ///   std::cout << report.table();
 /// \endcode
 
+#include "qfx/accuracy/kernel_gaps.h"
 #include "qfx/ir/graph_module.h"
 #include "qfx/quant/qconfig_mapping.h"
 
@@ -19,7 +20,9 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -54,9 +57,11 @@ class QuantizationTrials {
   using Convert = std::function<void(ir::GraphModule&)>;
 
   /// Scores the float model once (its outputs kept for SQNR); c10::Error
-  /// when top-1 is asked of data without labels.
+  /// when top-1 is asked of data without labels. `to_reference`
+  /// (convert_to_reference_fx with the same configs), when given, makes
+  /// kernel_gaps() available.
   QuantizationTrials(const ir::GraphModule& float_model, const ir::GraphModule& calibrated, Convert convert,
-                     TrialMetric metric, std::vector<LabelledBatch> batches);
+                     TrialMetric metric, std::vector<LabelledBatch> batches, Convert to_reference = {});
 
   TrialMetric metric() const { return metric_; }
   /// The quantizable nodes: nodes of the calibrated model that were observed
@@ -80,16 +85,27 @@ class QuantizationTrials {
   /// trials' nodes taken from those models' values.
   std::vector<double> scores(const std::vector<std::set<std::string>>& float_sets,
                              double* shared_nodes = nullptr) const;
+  /// Trials scored so far (each model of scores() is one).
+  int64_t trials_run() const { return trials_run_; }
+  /// Whether kernel_gaps() can be asked (a `to_reference` was given).
+  bool has_reference() const { return static_cast<bool>(to_reference_); }
+  /// The kernel gaps of the model with every node quantized (kernel_gaps.h),
+  /// on up to four batches, by the reference model's node names; computed
+  /// once. c10::Error without `to_reference`.
+  const std::map<std::string, KernelGap>& kernel_gaps() const;
 
  private:
   const ir::GraphModule& calibrated_;
   Convert convert_;
+  Convert to_reference_;
   TrialMetric metric_;
   std::vector<LabelledBatch> batches_;
   std::vector<at::Tensor> float_outputs_;
   std::vector<QuantizableNode> nodes_;
   double float_score_ = 0;
   double float_seconds_ = 0;
+  mutable int64_t trials_run_ = 0;
+  mutable std::optional<std::map<std::string, KernelGap>> kernel_gaps_;
 };
 
 /// Sets the qconfig of each of `float_nodes` (names of a calibrated prepared
@@ -101,10 +117,17 @@ struct NodeSensitivity {
   QuantizableNode node;
   double only_quantized = 0;  ///< the score with this node alone quantized
   double only_float = 0;      ///< the score with every other node quantized and this one float
+  /// Its lowered output's gap from its reference output on the same inputs,
+  /// in quantization steps (kernel_gaps.h); -1 when not measured.
+  int64_t kernel_gap = -1;
+  /// More than rounding apart: LibTorch's kernel (or the lowering) is at
+  /// fault, not the node's sensitivity to quantization.
+  bool kernel_fault() const { return kernel_gap > 1; }
 };
 
-/// Every node's trials, most sensitive first: the largest gain when the node
-/// alone stays float, then the largest loss when it alone is quantized.
+/// Every node's trials, kernel faults first (largest gap first), then the
+/// most sensitive: the largest gain when the node alone stays float, then
+/// the largest loss when it alone is quantized.
 struct SensitivityReport {
   TrialMetric metric = TrialMetric::kTop1;
   double float_score = 0;
@@ -115,49 +138,15 @@ struct SensitivityReport {
   double shared_nodes = 0;   ///< the share of the trials' nodes not run again (see QuantizationTrials::scores)
 
   /// {"metric", "float", "quantized", "float_seconds", "seconds", "shared_nodes", "nodes": [{"node", "op", "target",
-  /// "type", "only_quantized", "only_float"}, ...]}
+  /// "module_type", "only_quantized", "only_float", "kernel_gap_steps", "kernel_fault"}, ...]}
   nlohmann::json to_json() const;
   /// The ranked table, one line per node.
   std::string table() const;
 };
 
 /// Runs, for each quantizable node, the trial with only that node quantized
-/// and the one with only that node float.
+/// and the one with only that node float; adds the kernel gaps when the
+/// trials have a reference convert.
 SensitivityReport analyze_sensitivity(const QuantizationTrials& trials);
-
-/// One node the fallback left float, and the score after it.
-struct FallbackStep {
-  QuantizableNode node;
-  double score = 0;  ///< with this node and those before it float
-  double gain = 0;   ///< score minus the score before this step
-};
-
-/// What fall_back chose.
-struct FallbackResult {
-  double float_score = 0;
-  double quantized_score = 0;  ///< every node quantized
-  std::vector<FallbackStep> steps;
-  double score = 0;  ///< with every step's node float
-  bool met = false;  ///< float_score - score <= the budget
-  /// The nodes left float.
-  std::set<std::string> float_nodes() const;
-  /// {"float", "quantized", "final", "met", "float_nodes": [{"node", "op", "target", "score", "gain"}, ...]}
-  nlohmann::json to_json() const;
-};
-
-/// Accuracy-driven fallback: leaves nodes float, most sensitive first (the
-/// gain of each node alone float), each step verified by a trial (a step that
-/// does not raise the score is undone), until the score is within `max_drop`
-/// of float, or `max_float_nodes` nodes are float (< 0: no limit). Only nodes a
-/// QConfigMapping can name alone are candidates (call_module: module_name;
-/// call_function: module_name_object_type_order).
-FallbackResult fall_back(const QuantizationTrials& trials, double max_drop, int64_t max_float_nodes);
-
-/// `mapping` with each of `float_nodes` (nodes of `calibrated`) set to None:
-/// a module by module_name, a function by module_name_object_type_order
-/// (its scope, target and index among the scope's calls of that target), so
-/// that prepare_fx with it leaves exactly those nodes float.
-quant::QConfigMapping mapping_with_float_nodes(quant::QConfigMapping mapping, const ir::GraphModule& calibrated,
-                                               const std::set<std::string>& float_nodes);
 
 }  // namespace qfx

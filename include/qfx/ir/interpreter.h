@@ -26,8 +26,9 @@ class Node;
 /// \endcode
 class Interpreter {
  public:
-  /// Called after each node with the node and its value.
-  using NodeHook = std::function<void(const Node&, const c10::IValue&)>;
+  /// Called after each node with the node and its value, which the hook may
+  /// replace: later nodes read what it leaves.
+  using NodeHook = std::function<void(const Node&, c10::IValue&)>;
 
   /// Compiles `gm`. Raises c10::Error naming the node when a target is
   /// unknown (no such submodule, attribute, function or method).

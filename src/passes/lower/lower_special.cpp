@@ -91,6 +91,9 @@ bool swap_special_module(Lowering& l, ir::Node& ref, const ir::Node& q) {
 Decline lower_special_pattern(Lowering& l, const RuleMatch& m) {
   ir::Node* q = m.output();
   ir::Node* ref = m.anchor_node();
+  // PyTorch 1.13 lowers it all the same, on the quantized kernel and its
+  // input's qparams: a node left float would not be (docs/divergences.md).
+  if (node_has_none_qconfig(*ref)) return "its qconfig is None: it runs on float values, as in the reference model";
   bool is_quantize = is_call(*q, ir::Opcode::kCallFunction, ir::op::kQuantizePerTensor);
   if (!is_quantize &&
       (find_in(fixed_qparams_nodes(), *ref, l.gm).any() || find_in(default_nodes(), *ref, l.gm).any())) {
