@@ -23,12 +23,13 @@ bool per_tensor(const c10::IValue& value) {
   return value.isTensor() && value.toTensor().is_quantized() && value.toTensor().qscheme() == at::kPerTensorAffine;
 }
 
-/// The lowered model's quantized per-tensor values of one batch, by node name.
+/// The lowered model's quantized per-tensor values of one batch, by node name
+/// (copies: a later in-place op, as ReLU6(inplace=True), changes the value).
 std::unordered_map<std::string, at::Tensor> lowered_values(ir::Interpreter& lowered,
                                                            const std::vector<c10::IValue>& inputs) {
   std::unordered_map<std::string, at::Tensor> values;
   lowered.set_node_hook([&](const ir::Node& node, const c10::IValue& value) {
-    if (per_tensor(value)) values[node.name()] = value.toTensor();
+    if (per_tensor(value)) values[node.name()] = value.toTensor().clone();
   });
   lowered.run(inputs);
   lowered.set_node_hook(nullptr);
@@ -42,10 +43,15 @@ struct GapTally {
   int64_t elements = 0;
 };
 
+/// A step below this (2^-20) quantizes a range the observer saw as float
+/// rounding noise (a normalization of constant channels: ~1e-5 wide), where
+/// two correct float computations differ by many steps: not measured.
+constexpr double kNoiseStep = 1.0 / (1 << 20);
+
 /// Compares the reference's quantized value `ours` with the lowered model's
 /// `theirs` in the reference's steps (qparams may differ: a lowering fault).
 void add(GapTally& tally, const at::Tensor& ours, const at::Tensor& theirs) {
-  if (ours.sizes() != theirs.sizes()) return;
+  if (ours.sizes() != theirs.sizes() || ours.q_scale() < kNoiseStep) return;
   at::Tensor steps = ((theirs.dequantize() - ours.dequantize()) / ours.q_scale()).abs().round();
   tally.gap.steps = std::max(tally.gap.steps, steps.numel() ? steps.max().item<int64_t>() : 0);
   tally.off += steps.gt(1).sum().item<int64_t>();

@@ -119,18 +119,16 @@ at::Tensor max_pool(A a) {
 
 template <int N>
 at::Tensor avg_pool(A a) {
-  at::Tensor x = a.tensor(0, "input");
-  auto kernel = expand<N>(a.int_list(1, "kernel_size"));
-  auto stride = expand<N>(a.int_list_or(2, "stride", kernel));
-  if (stride.empty()) stride = kernel;
-  auto padding = expand<N>(a.int_list_or(3, "padding", {0}));
-  bool ceil = a.bool_or(4, "ceil_mode", false);
-  bool count_pad = a.bool_or(5, "count_include_pad", true);
-  const c10::IValue* divisor = a.find(6, "divisor_override");
-  c10::optional<int64_t> div = divisor ? c10::optional<int64_t>(divisor->toInt()) : c10::nullopt;
-  if (N == 1) return at::avg_pool1d(x, kernel, stride, padding, ceil, count_pad);
-  if (N == 2) return at::avg_pool2d(x, kernel, stride, padding, ceil, count_pad, div);
-  return at::avg_pool3d(x, kernel, stride, padding, ceil, count_pad, div);
+  AvgPoolOptions o;
+  o.kernel = expand<N>(a.int_list(1, "kernel_size"));
+  o.stride = expand<N>(a.int_list_or(2, "stride", o.kernel));
+  if (o.stride.empty()) o.stride = o.kernel;
+  o.padding = expand<N>(a.int_list_or(3, "padding", {0}));
+  o.ceil_mode = a.bool_or(4, "ceil_mode", false);
+  o.count_include_pad = a.bool_or(5, "count_include_pad", true);
+  if (const c10::IValue* divisor = a.find(6, "divisor_override"); divisor != nullptr && !divisor->isNone())
+    o.divisor_override = divisor->toInt();
+  return ir::avg_pool(N, a.tensor(0, "input"), o);  // qnnpack's faulty path worked around
 }
 
 template <int N>

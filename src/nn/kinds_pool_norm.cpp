@@ -3,6 +3,7 @@
 
 #include "module_kinds.h"
 
+#include "qfx/ir/kernel_workarounds.h"
 #include "qfx/nn/float_modules.h"
 
 #include <torch/nn/modules/batchnorm.h>
@@ -34,13 +35,20 @@ void add_max_pool(const std::string& name) {
   });
 }
 
+// nn.AvgPool{1,2,3}d: its forward works around qnnpack's faulty avg pool (ir::avg_pool).
 template <typename Impl>
-void add_avg_pool(const std::string& name, bool one_d) {
-  add_kind<Impl>(name, [one_d](const torch::nn::Module& m) {
-    const auto& o = as<Impl>(m).options;
-    auto fmt = [one_d](c10::IntArrayRef v) { return one_d ? py_tuple(v) : py_compact(v); };
-    return "kernel_size=" + fmt(*o.kernel_size()) + ", stride=" + fmt(*o.stride()) + ", padding=" + fmt(*o.padding());
-  });
+void add_avg_pool(const std::string& name, int64_t dims) {
+  add_kind<Impl>(
+      name,
+      [dims](const torch::nn::Module& m) {
+        const auto& o = as<Impl>(m).options;
+        auto fmt = [dims](c10::IntArrayRef v) { return dims == 1 ? py_tuple(v) : py_compact(v); };
+        return "kernel_size=" + fmt(*o.kernel_size()) + ", stride=" + fmt(*o.stride()) +
+               ", padding=" + fmt(*o.padding());
+      },
+      [dims](torch::nn::Module& m, std::vector<c10::IValue>& in) -> c10::IValue {
+        return ir::avg_pool(dims, detail::only_tensor_input(m, in), ir::avg_pool_options(as<Impl>(m).options));
+      });
 }
 
 int64_t size_value(int64_t v) { return v; }
@@ -106,9 +114,9 @@ void register_pool_norm_kinds() {
   add_max_pool<torch::nn::MaxPool1dImpl>("torch.nn.MaxPool1d");
   add_max_pool<torch::nn::MaxPool2dImpl>("torch.nn.MaxPool2d");
   add_max_pool<torch::nn::MaxPool3dImpl>("torch.nn.MaxPool3d");
-  add_avg_pool<torch::nn::AvgPool1dImpl>("torch.nn.AvgPool1d", true);
-  add_avg_pool<torch::nn::AvgPool2dImpl>("torch.nn.AvgPool2d", false);
-  add_avg_pool<torch::nn::AvgPool3dImpl>("torch.nn.AvgPool3d", false);
+  add_avg_pool<torch::nn::AvgPool1dImpl>("torch.nn.AvgPool1d", 1);
+  add_avg_pool<torch::nn::AvgPool2dImpl>("torch.nn.AvgPool2d", 2);
+  add_avg_pool<torch::nn::AvgPool3dImpl>("torch.nn.AvgPool3d", 3);
   add_adaptive_pool<torch::nn::AdaptiveAvgPool1dImpl>("torch.nn.AdaptiveAvgPool1d");
   add_adaptive_pool<torch::nn::AdaptiveAvgPool2dImpl>("torch.nn.AdaptiveAvgPool2d");
   add_adaptive_pool<torch::nn::AdaptiveAvgPool3dImpl>("torch.nn.AdaptiveAvgPool3d");

@@ -5,6 +5,7 @@
 #include "qfx/nn/intrinsic.h"
 #include "qfx/nn/quantized.h"
 #include "qfx/nn/reference.h"
+#include "qfx/ir/kernel_workarounds.h"
 #include "qfx/ir/python_literals.h"
 #include "qfx/quant/qtypes.h"
 
@@ -238,22 +239,47 @@ QuantizedPtr batch_norm(const std::string& type, Source src, const Output& outpu
 }
 
 template <typename Impl>
-bool instance_norm_options(Source m, int64_t& features, double& eps, bool& affine) {
+bool instance_norm_options(Source m, int64_t& features, double& eps, bool& affine, bool& running_stats) {
   auto* n = dynamic_cast<const Impl*>(&m);
   if (n == nullptr) return false;
   features = n->options.num_features(), eps = n->options.eps(), affine = n->options.affine();
+  running_stats = n->options.track_running_stats() && n->running_mean.defined() && n->running_var.defined();
   return true;
+}
+
+/// An InstanceNorm with running stats computes with them in eval: as
+/// quantized::batch_norm does with them (ir/kernel_workarounds.h; PyTorch
+/// 1.13's quantized InstanceNorm uses the input's statistics instead).
+QuantizedPtr instance_norm_with_running_stats(const std::string& type, Source src, const OutputQParams& out,
+                                              int64_t features, double eps, bool affine) {
+  at::Tensor weight = param(src, "weight"), bias = param(src, "bias");
+  QuantizedAttributes attrs = {{"weight", affine ? weight : at::ones({features})},
+                               {"bias", affine ? bias : at::zeros({features})},
+                               {"running_mean", buffer(src, "running_mean")},
+                               {"running_var", buffer(src, "running_var")},
+                               {"eps", eps}};
+  for (auto& kv : output_attributes(out)) attrs.push_back(std::move(kv));
+  std::string repr = std::to_string(features) + ", eps=" + py_float(eps) + ", momentum=0.1, affine=" + py_bool(affine) +
+                     ", track_running_stats=True";
+  return detail::make_quantized(type,
+                                {"quantized::batch_norm",
+                                 "",
+                                 {A::in(0), A::attr("weight"), A::attr("bias"), A::attr("running_mean"),
+                                  A::attr("running_var"), A::attr("eps"), A::attr("scale"), A::attr("zero_point")}},
+                                std::move(attrs), repr);
 }
 
 QuantizedPtr instance_norm(const std::string& type, Source src, const Output& output) {
   const OutputQParams& out = output_of(type, output);
   int64_t features = 0;
   double eps = 0;
-  bool affine = false;
-  TORCH_CHECK(instance_norm_options<torch::nn::InstanceNorm1dImpl>(src, features, eps, affine) ||
-                  instance_norm_options<torch::nn::InstanceNorm2dImpl>(src, features, eps, affine) ||
-                  instance_norm_options<torch::nn::InstanceNorm3dImpl>(src, features, eps, affine),
+  bool affine = false, running_stats = false;
+  TORCH_CHECK(instance_norm_options<torch::nn::InstanceNorm1dImpl>(src, features, eps, affine, running_stats) ||
+                  instance_norm_options<torch::nn::InstanceNorm2dImpl>(src, features, eps, affine, running_stats) ||
+                  instance_norm_options<torch::nn::InstanceNorm3dImpl>(src, features, eps, affine, running_stats),
               type, " expects an InstanceNorm, got ", ir::module_type_name(src));
+  if (running_stats && ir::kernel_workarounds())
+    return instance_norm_with_running_stats(type, src, out, features, eps, affine);
   QuantizedAttributes attrs = {
       {"weight", optional_tensor(param(src, "weight"))}, {"bias", optional_tensor(param(src, "bias"))}, {"eps", eps}};
   for (auto& kv : output_attributes(out)) attrs.push_back(std::move(kv));

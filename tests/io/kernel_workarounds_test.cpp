@@ -83,11 +83,6 @@ std::vector<at::Tensor> inputs() {
           quantized({29})};
 }
 
-struct WorkaroundsGuard {
-  explicit WorkaroundsGuard(bool on) { ir::set_kernel_workarounds(on); }
-  ~WorkaroundsGuard() { ir::set_kernel_workarounds(true); }
-};
-
 TEST(KernelWorkarounds, TheClampFamilyOnQnnpackComputesTheReference) {
   test::EngineGuard engine("qnnpack");
   auto gm = clamp_family_model();
@@ -107,7 +102,7 @@ TEST(KernelWorkarounds, TheExportedFileCarriesTheWorkaround) {
 // kernels are wrong on channels_last, in the interpreter and in the file.
 TEST(KernelWorkarounds, WithoutThemQnnpackIsWrongOnChannelsLast) {
   test::EngineGuard engine("qnnpack");
-  WorkaroundsGuard off(false);
+  test::KernelWorkaroundsOff off;
   auto gm = clamp_family_model();
   at::Tensor channels_last = inputs()[1];
   EXPECT_GT(worst_steps(ir::Interpreter(*gm).run({channels_last}), channels_last), 10);

@@ -6,6 +6,7 @@
 
 #include "support/fixtures.h"
 #include "support/graph_rows.h"
+#include "support/kernel_checks.h"
 
 #include "qfx/backend/backend_json.h"
 #include "qfx/backend/builtin_backends.h"
@@ -121,14 +122,23 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   EngineGuard engine(lowered["engine"]);
   passes::PassOptions options;
   options.backend_config = backend;
+  // PyTorch's lowered model runs LibTorch's kernels as they are: qfx's with
+  // its kernel workarounds off (kernel_workarounds.h) is the same graph and
+  // computes the same; with them on it must be at least as close to the
+  // reference, and every lowered op within rounding of it.
+  std::unique_ptr<ir::GraphModule> reference_model = gm->deep_copy();
+  auto faithful_gm = gm->deep_copy();
+  ir::set_kernel_workarounds(false);
+  passes::PassManager().add("lower-to-native").run(*faithful_gm, options);
+  ir::set_kernel_workarounds(true);
   passes::PassManager().add("lower-to-native").run(*gm, options);
-  std::vector<std::string> low_ours = test::node_rows(gm->graph()), low_theirs = test::node_rows(lowered);
+  std::vector<std::string> low_ours = test::node_rows(faithful_gm->graph()), low_theirs = test::node_rows(lowered);
   if (GetParam() != "functional_zoo") EXPECT_EQ(low_ours, low_theirs) << test::first_difference(low_ours, low_theirs);
   if (GetParam().find("_zoo") == std::string::npos && !annotated)
-    EXPECT_EQ(gm->code(), lowered["code"].get<std::string>());
+    EXPECT_EQ(faithful_gm->code(), lowered["code"].get<std::string>());
   if (!v3 && !lowered["module_tree"].is_null()) {
-    std::string tree = gm->to_string();
-    EXPECT_EQ(tree.substr(0, tree.size() - gm->code().size() - 1), lowered["module_tree"].get<std::string>());
+    std::string tree = faithful_gm->to_string();
+    EXPECT_EQ(tree.substr(0, tree.size() - faithful_gm->code().size() - 1), lowered["module_tree"].get<std::string>());
   }
   if (lowered.contains("error")) {
     // PyTorch's lowered model does not run (a lowered op has no quantized kernel); neither does ours.
@@ -137,14 +147,13 @@ TEST_P(OraclePrepare, MatchesPyTorch) {
   }
   c10::IValue lowered_expected = io::load_value(test::fixture(lowered["output"]));
   c10::IValue lowered_out = ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
-  // PyTorch's lowered model runs LibTorch's kernels as they are: qfx's on the
-  // same kernels is compared with it; with qfx's workarounds of the wrong ones
-  // (kernel_workarounds.h) it must be at least as close to the reference.
   ir::set_kernel_workarounds(false);
-  c10::IValue faithful = ir::Interpreter(*gm).run(io::as_inputs(input, "input"));
+  c10::IValue faithful = ir::Interpreter(*faithful_gm).run(io::as_inputs(input, "input"));
   ir::set_kernel_workarounds(true);
   EXPECT_GE(test::sqnr_db(lowered_out, ours_out), test::sqnr_db(lowered_expected, ours_out) - 0.1)
       << "further from the reference model than PyTorch's lowered model";
+  // op by op, on the same quantized inputs: every lowered kernel within rounding of its reference
+  test::expect_kernel_gaps_within_rounding(*reference_model, *gm, io::as_inputs(input, "input"), GetParam());
   if (lowered.contains("export_error")) {  // packed weights LibTorch cannot save: one clear error, no file
     std::string path = ::testing::TempDir() + "/qfx_unsavable.pt";
     std::string error = test::error_of([&] { io::export_torchscript(*gm, path); });

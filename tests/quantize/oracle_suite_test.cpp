@@ -16,6 +16,7 @@
 
 #include "support/fixtures.h"
 #include "support/graph_rows.h"
+#include "support/kernel_checks.h"
 
 #include "qfx/backend/builtin_backends.h"
 #include "qfx/io/tensor_io.h"
@@ -236,7 +237,12 @@ TEST_P(OracleSuite, MatchesPyTorch) {
   if (!compare || c.record["lowered"].contains("error")) {
     // No PyTorch model to compare with: qfx's must stay close to float.
     c10::IValue float_output = io::load_value(test::fixture(c.record["float_output"]));
-    EXPECT_GE(test::sqnr_db(lowered, float_output), 20.0) << c.why_sound_only();
+    if (test::engine_saturates()) {  // the quantization is sound, and the kernels but onednn's saturating ones
+      EXPECT_GE(test::sqnr_db(reference, float_output), 20.0) << c.why_sound_only();
+      test::expect_kernel_gaps_within_rounding(*reference_copy, *gm, c.fresh_inputs(), c.why_sound_only());
+    } else {
+      EXPECT_GE(test::sqnr_db(lowered, float_output), 20.0) << c.why_sound_only();
+    }
     if (c.record.contains("eager_dynamic_output")) {  // what eager mode's quantize_dynamic computes
       c10::IValue eager = io::load_value(test::fixture(c.record["eager_dynamic_output"]));
       EXPECT_EQ(test::max_abs_error(lowered, eager), 0.0) << "quantize_dynamic's output";
@@ -276,10 +282,12 @@ int64_t quantized_ops(const ir::GraphModule& reference) {
 /// (one op) or 30 dB (a network), or cannot run, and why (docs/divergences.md).
 /// Keyed "CASE ENGINE"; `error`: the message the engine gives instead of an
 /// output, else the gap is below 30 dB. Either is checked: an entry that no
-/// longer holds fails.
+/// longer holds fails. A gap whose size depends on the CPU's float rounding
+/// (`floor_db` > 0) is checked to stay above that floor instead.
 struct ExplainedGap {
   std::string why;
   std::string error;
+  double floor_db = 0;
 };
 
 const std::map<std::string, ExplainedGap>& explained_gaps() {
@@ -291,11 +299,24 @@ const std::map<std::string, ExplainedGap>& explained_gaps() {
       "qnnpack's add refuses an input-to-output scale ratio outside "
       "[2^-14, 2^8): an engine limit, an error rather than a wrong value",
       "failed to create QNNPACK Add operator"};
+  static const ExplainedGap kRecurrent = {
+      "the quantized LSTM's gates are rounded at every time step, each by LibTorch's kernels, and the rounding "
+      "compounds through the recurrence: PyTorch 1.13's lowered model is as far from the reference (on an AVX2 "
+      "EPYC, qnnpack: static_lstm 26.1 dB, static_lstm_state_in_buffers 15.7 dB)",
+      "", 15.0};
   static const std::map<std::string, ExplainedGap> kGaps = {
       {"multiple_ops_no_avg_pool_traced qnnpack", kReused},
       {"multiple_ops_no_avg_pool_traced onednn", kReused},
       {"multiple_ops_no_avg_pool_scripted qnnpack", kReused},
       {"multiple_ops_no_avg_pool_scripted onednn", kReused},
+      {"static_lstm_traced qnnpack", kRecurrent},
+      {"static_lstm_scripted qnnpack", kRecurrent},
+      {"static_lstm_2_layers_bidirectional_batch_first_traced qnnpack", kRecurrent},
+      {"static_lstm_2_layers_bidirectional_batch_first_scripted qnnpack", kRecurrent},
+      {"static_lstm_without_state_traced qnnpack", kRecurrent},
+      {"static_lstm_without_state_scripted qnnpack", kRecurrent},
+      {"static_lstm_state_in_buffers_traced qnnpack", kRecurrent},
+      {"static_lstm_state_in_buffers_scripted qnnpack", kRecurrent},
       {"add_relu_traced qnnpack", kAddRatio},
       {"add_relu_scripted qnnpack", kAddRatio},
       {"add_functional_relu_traced qnnpack", kAddRatio},
@@ -365,8 +386,12 @@ TEST_P(OracleSuite, LoweredMatchesReference) {
     }
     c10::IValue out = ir::Interpreter(*lowered).run(c.fresh_inputs());
     expect_exported_runs_as(*lowered, c, out, where);
-    if (explained != explained_gaps().end()) {
+    if (explained != explained_gaps().end() && explained->second.floor_db > 0) {
+      EXPECT_GE(test::sqnr_db(out, reference), explained->second.floor_db) << where << ": " << explained->second.why;
+    } else if (explained != explained_gaps().end()) {
       EXPECT_LT(test::sqnr_db(out, reference), 30.0) << where << ": no longer " << explained->second.why;
+    } else if (test::engine_saturates()) {
+      test::expect_kernel_gaps_within_rounding(*gm, *lowered, c.fresh_inputs(), where);
     } else if (ops == 1 && step > 0) {
       EXPECT_LE(test::max_abs_error(out, reference), step * (1 + 1e-6)) << where << ": one output step " << step;
     } else {

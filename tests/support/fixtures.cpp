@@ -1,6 +1,7 @@
 #include "fixtures.h"
 
 #include "qfx/io/onnx_export.h"
+#include "qfx/ir/kernel_workarounds.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -138,6 +139,9 @@ EngineGuard::EngineGuard(const std::string& name) : previous_(static_cast<int>(a
 }
 
 EngineGuard::~EngineGuard() { at::globalContext().setQEngine(static_cast<at::QEngine>(previous_)); }
+
+KernelWorkaroundsOff::KernelWorkaroundsOff() { ir::set_kernel_workarounds(false); }
+KernelWorkaroundsOff::~KernelWorkaroundsOff() { ir::set_kernel_workarounds(true); }
 
 struct WarningCapture::Handler : public c10::WarningHandler {
   void process(const c10::SourceLocation&, const std::string& msg, const bool) override { messages.push_back(msg); }

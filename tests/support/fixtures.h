@@ -77,6 +77,14 @@ class EngineGuard {
   int previous_;
 };
 
+/// Turns qfx's kernel workarounds off while alive (ir/kernel_workarounds.h).
+struct KernelWorkaroundsOff {
+  KernelWorkaroundsOff();
+  ~KernelWorkaroundsOff();
+  KernelWorkaroundsOff(const KernelWorkaroundsOff&) = delete;
+  KernelWorkaroundsOff& operator=(const KernelWorkaroundsOff&) = delete;
+};
+
 /// Catches c10 warnings (TORCH_WARN) while alive.
 class WarningCapture {
  public:

@@ -53,9 +53,24 @@ size_t count_nodes(const torch::jit::Block& block) {
   return n;
 }
 
+/// Whether `block` runs a static quantized convolution or linear (quantized::conv2d, quantized::linear_relu, ...).
+bool script_has_static_int8(const torch::jit::Block& block) {
+  for (const torch::jit::Node* node : block.nodes()) {
+    std::string kind = node->kind().toQualString();
+    if (kind.rfind("quantized::", 0) == 0 && kind.find("prepack") == std::string::npos &&
+        kind.find("dynamic") == std::string::npos &&
+        (kind.find("conv") != std::string::npos || kind.find("linear") != std::string::npos))
+      return true;
+    for (const torch::jit::Block* inner : node->blocks())
+      if (script_has_static_int8(*inner)) return true;
+  }
+  return false;
+}
+
 size_t inlined_nodes(torch::jit::Module& module) {
   std::shared_ptr<torch::jit::Graph> graph = module.get_method("forward").graph()->copy();
   torch::jit::Inline(*graph);
+  note_static_int8(script_has_static_int8(*graph->block()));
   return count_nodes(*graph->block());
 }
 
@@ -72,6 +87,7 @@ Forward load_model(const Options& o, std::shared_ptr<void>& keep) {
   }
   if (!module) {
     auto gm = std::shared_ptr<ir::GraphModule>(io::import_torchscript(o.model));
+    note_static_int8(has_static_int8_conv_or_linear(*gm));
     auto interpreter = std::make_shared<ir::Interpreter>(*gm);
     keep = std::make_shared<std::pair<std::shared_ptr<ir::GraphModule>, std::shared_ptr<ir::Interpreter>>>(gm,
                                                                                                            interpreter);

@@ -281,6 +281,7 @@ std::string quantize(const Options& o, Ranks& ranks, const io::OutputOptions& ou
   }
   ConvertExport how{o.output, o.reference || onnx, onnx, o.fallback_on_failure, o.onnx.options};
   gm = convert_and_export(*gm, {backend, custom, convert_custom, check, example}, how, outputs, timings);
+  note_static_int8(!o.reference && has_static_int8_conv_or_linear(*gm));
   clock.lap();
   nlohmann::json report = {
       {"schema_version", kReportSchemaVersion}, {"model", o.model}, {"nodes", nodes}, {"timings", timings}};

@@ -3,6 +3,7 @@
 // and a non-zero exit: 2 for usage errors, 1 for everything else.
 
 #include "commands.h"
+#include "config_args.h"
 
 #include "qfx/ir/kernel_workarounds.h"
 #include "qfx/runtime.h"
@@ -171,6 +172,7 @@ int run_command(int argc, char** argv) {
   try {
     action();
     std::cout.flush();
+    if (std::string note = qfx::cli::saturation_warning(); !note.empty()) TORCH_WARN(note);
   } catch (const std::ios_base::failure& e) {
     if (!std::cout.bad()) return fail(e.what(), 1);  // a stream of the command's own, not standard output
     return stdout_failed(errno);

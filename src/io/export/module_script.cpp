@@ -3,6 +3,7 @@
 
 #include "module_script.h"
 
+#include "qfx/ir/kernel_workarounds.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/namespace.h"
 #include "qfx/ir/python_literals.h"
@@ -144,11 +145,19 @@ std::string max_pool(const Emit& e) {
 template <size_t D, typename Impl>
 std::string avg_pool(const Emit& e) {
   const auto& o = as<Impl>(e.m).options;
+  ir::AvgPoolOptions options = ir::avg_pool_options(o);
+  bool ceil_mode = ir::avg_pool_needs_ceil_mode(D, options) || o.ceil_mode();  // qnnpack's faulty path avoided
   std::string out = "torch.avg_pool" + std::to_string(D) + "d(" + e.x() + ", " + ints(*o.kernel_size()) + ", " +
-                    ints(*o.stride()) + ", " + ints(*o.padding()) + ", " + flag(o.ceil_mode()) + ", " +
+                    ints(*o.stride()) + ", " + ints(*o.padding()) + ", " + flag(ceil_mode) + ", " +
                     flag(o.count_include_pad());
   if (D > 1) out += ", " + (o.divisor_override() ? std::to_string(*o.divisor_override()) : std::string("None"));
-  return out + ")";
+  out += ")";
+  if (ceil_mode == o.ceil_mode()) return out;
+  for (size_t i = 0; i < D; ++i) {  // each pooled dimension narrowed to its floor-mode size
+    out += ".narrow(" + std::to_string(static_cast<int64_t>(i) - static_cast<int64_t>(D)) + ", 0, " +
+           ir::avg_pool_floor_size(D, i, options, e.x()) + ")";
+  }
+  return out;
 }
 
 c10::optional<int64_t> optional_size(int64_t v) { return v; }

@@ -181,6 +181,7 @@ std::unique_ptr<ir::Graph> script_graph(const ir::GraphModule& gm, ScriptAttrs& 
     pointwise_conv_to_linear(gm, *graph, *node, attrs, registered);
     int_power(*graph, *node, ints);
     if (ir::is_clamp_family(gm, *node)) ir::clamp_in_memory_order(*graph, *node);
+    ir::avg_pool_in_ceil_mode(*graph, *node);
   }
   for (ir::Node* node : graph->nodes()) {
     if (registered.count(node) != 0) continue;
