@@ -148,7 +148,7 @@ std::string onnx_model_bytes(const ir::GraphModule& gm, const std::vector<c10::I
   onnx::GraphProto& graph = *model.mutable_graph();
   graph.set_name(gm.class_name());
 
-  onnx_export::GraphBuilder builder(graph, options.opset);
+  onnx_export::OnnxGraph builder(graph, options.opset);
   ExportState state{builder, gm, run, {}};
   std::unordered_map<const ir::Node*, Value> values;
   for (const ir::Node* node : gm.graph().nodes()) {

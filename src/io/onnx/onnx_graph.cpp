@@ -24,7 +24,7 @@ int32_t onnx_type(c10::ScalarType dtype) {
   }
 }
 
-std::string GraphBuilder::fresh(const std::string& hint) {
+std::string OnnxGraph::fresh(const std::string& hint) {
   std::string base = hint.empty() ? "v" : hint;
   std::replace(base.begin(), base.end(), '.', '_');
   std::string name = base;
@@ -33,13 +33,13 @@ std::string GraphBuilder::fresh(const std::string& hint) {
   return name;
 }
 
-GraphBuilder GraphBuilder::subgraph(onnx::GraphProto& graph) const {
-  GraphBuilder body(graph, opset_);
+OnnxGraph OnnxGraph::subgraph(onnx::GraphProto& graph) const {
+  OnnxGraph body(graph, opset_);
   body.taken_ = taken_;
   return body;
 }
 
-std::string GraphBuilder::initializer(const std::string& hint, const at::Tensor& tensor) {
+std::string OnnxGraph::initializer(const std::string& hint, const at::Tensor& tensor) {
   at::Tensor t = tensor.is_quantized() ? tensor.int_repr() : tensor;
   t = t.detach().contiguous().cpu();
   onnx::TensorProto* proto = graph_.add_initializer();
@@ -51,13 +51,12 @@ std::string GraphBuilder::initializer(const std::string& hint, const at::Tensor&
   return name;
 }
 
-std::string GraphBuilder::ints(const std::string& hint, const std::vector<int64_t>& values) {
+std::string OnnxGraph::ints(const std::string& hint, const std::vector<int64_t>& values) {
   return initializer(hint, at::tensor(values, at::kLong));
 }
 
-std::vector<std::string> GraphBuilder::node(const std::string& op_type, const std::vector<std::string>& inputs,
-                                            const std::string& hint, size_t num_outputs,
-                                            const std::vector<Attr>& attrs) {
+std::vector<std::string> OnnxGraph::node(const std::string& op_type, const std::vector<std::string>& inputs,
+                                         const std::string& hint, size_t num_outputs, const std::vector<Attr>& attrs) {
   onnx::NodeProto* node = graph_.add_node();
   node->set_op_type(op_type);
   std::string base = hint.empty() ? op_type : hint;
@@ -94,8 +93,8 @@ std::vector<std::string> GraphBuilder::node(const std::string& op_type, const st
   return outputs;
 }
 
-std::string GraphBuilder::op(const std::string& op_type, const std::vector<std::string>& inputs,
-                             const std::string& hint, const std::vector<Attr>& attrs) {
+std::string OnnxGraph::op(const std::string& op_type, const std::vector<std::string>& inputs, const std::string& hint,
+                          const std::vector<Attr>& attrs) {
   return node(op_type, inputs, hint, 1, attrs).front();
 }
 
@@ -106,16 +105,16 @@ std::vector<Attr> axis_attr(const QParams& q) {
 }
 }  // namespace
 
-std::string GraphBuilder::dequantize(const std::string& value, const QParams& q, const std::string& hint) {
+std::string OnnxGraph::dequantize(const std::string& value, const QParams& q, const std::string& hint) {
   return op("DequantizeLinear", {value, q.scale, q.zero_point}, hint, axis_attr(q));
 }
 
-std::string GraphBuilder::quantize(const std::string& value, const QParams& q, const std::string& hint) {
+std::string OnnxGraph::quantize(const std::string& value, const QParams& q, const std::string& hint) {
   return op("QuantizeLinear", {value, q.scale, q.zero_point}, hint, axis_attr(q));
 }
 
-QParams GraphBuilder::qparams(const std::string& hint, const at::Tensor& scale, const at::Tensor& zero_point,
-                              c10::ScalarType dtype, int64_t axis) {
+QParams OnnxGraph::qparams(const std::string& hint, const at::Tensor& scale, const at::Tensor& zero_point,
+                           c10::ScalarType dtype, int64_t axis) {
   bool per_channel = scale.dim() == 1 && axis >= 0;
   at::Tensor s = scale.to(at::kFloat);
   at::Tensor z = zero_point.to(dtype == c10::kQUInt8   ? at::kByte

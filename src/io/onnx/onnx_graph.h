@@ -59,13 +59,13 @@ struct Attr {
 };
 
 /// Builds one ONNX graph: nodes, initializers, unique names.
-class GraphBuilder {
+class OnnxGraph {
  public:
-  GraphBuilder(onnx::GraphProto& graph, int64_t opset) : graph_(graph), opset_(opset) {}
+  OnnxGraph(onnx::GraphProto& graph, int64_t opset) : graph_(graph), opset_(opset) {}
   int64_t opset() const { return opset_; }
   /// A builder over `graph`, a subgraph of this one (a Loop's body, which
   /// sees this graph's values by name): names stay unique across both.
-  GraphBuilder subgraph(onnx::GraphProto& graph) const;
+  OnnxGraph subgraph(onnx::GraphProto& graph) const;
 
   /// A name not used yet, made from `hint` (an IR node name or module path).
   std::string fresh(const std::string& hint);

@@ -181,7 +181,7 @@ class QuantizedLstm {
     State first = step(c_, q, at_step(c_, x, first_index, hint(at + "_x0")), state, at + "_t0");
 
     onnx::GraphProto body;
-    GraphBuilder graph = c_.g().subgraph(body);
+    OnnxGraph graph = c_.g().subgraph(body);
     ExportState body_state = c_.subgraph_state(graph);
     Context b = c_.in_graph(body_state);
     std::string i = graph.fresh(hint(at + "_i")), cond = graph.fresh(hint(at + "_cond"));

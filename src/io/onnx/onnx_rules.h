@@ -54,7 +54,7 @@ ExampleRun run_example(const ir::GraphModule& gm, const std::vector<c10::IValue>
 
 /// State shared by all nodes of one export.
 struct ExportState {
-  GraphBuilder& graph;
+  OnnxGraph& graph;
   const ir::GraphModule& gm;
   const ExampleRun& run;
   /// Initializers made from a LibTorch tensor, by its data, dtype and sizes,
@@ -73,10 +73,10 @@ class Context {
   Context with_args(std::vector<Value> args) const { return Context(state_, node_, std::move(args), {}); }
   /// The state of an export into `graph`, a subgraph (a Loop's body), and
   /// this node's context there.
-  ExportState subgraph_state(GraphBuilder& graph) const { return ExportState{graph, state_.gm, state_.run, {}}; }
+  ExportState subgraph_state(OnnxGraph& graph) const { return ExportState{graph, state_.gm, state_.run, {}}; }
   Context in_graph(ExportState& state) const { return Context(state, node_, args_, kwargs_); }
 
-  GraphBuilder& g() const { return state_.graph; }
+  OnnxGraph& g() const { return state_.graph; }
   const ir::GraphModule& gm() const { return state_.gm; }
   const ir::Node& node() const { return node_; }
   /// The name ONNX tensors of this node are named after.
