@@ -9,7 +9,7 @@
 
 #include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
-#include "qfx/io/torchscript_import.h"
+#include "qfx/io/model_file.h"
 #include "qfx/accuracy/numeric_compare.h"
 
 #include <nlohmann/json.hpp>
@@ -53,7 +53,7 @@ void run(const Options& o) {
   use_engine(o.engine);
   io::DataOptions options = o.data_args.resolved();
   options.max_batches = o.max_batches;
-  auto float_model = io::import_torchscript(o.float_model);
+  auto float_model = io::load_model(o.float_model);
   float_model->root().eval();
   std::unique_ptr<NumericComparison> paired;
   try {

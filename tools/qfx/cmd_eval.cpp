@@ -8,6 +8,7 @@
 #include "outputs.h"
 
 #include "qfx/io/data_source.h"
+#include "qfx/io/model_file.h"
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
@@ -76,6 +77,9 @@ size_t inlined_nodes(torch::jit::Module& module) {
 
 Forward load_model(const Options& o, std::shared_ptr<void>& keep) {
   std::shared_ptr<torch::jit::Module> module;
+  if (!o.interpreter && io::model_format(o.model) != io::ModelFormat::kTorchScript) {
+    io::load_model(o.model);  // one error naming what the file is, or the TorchScript reader's
+  }
   if (!o.interpreter) {
     module = std::make_shared<torch::jit::Module>(io::load_script(o.model));
     size_t nodes = inlined_nodes(*module);
@@ -86,7 +90,7 @@ Forward load_model(const Options& o, std::shared_ptr<void>& keep) {
     }
   }
   if (!module) {
-    auto gm = std::shared_ptr<ir::GraphModule>(io::import_torchscript(o.model));
+    auto gm = std::shared_ptr<ir::GraphModule>(io::load_model(o.model));
     note_static_int8(has_static_int8_conv_or_linear(*gm));
     auto interpreter = std::make_shared<ir::Interpreter>(*gm);
     keep = std::make_shared<std::pair<std::shared_ptr<ir::GraphModule>, std::shared_ptr<ir::Interpreter>>>(gm,

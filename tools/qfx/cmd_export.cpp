@@ -9,7 +9,7 @@
 #include "outputs.h"
 
 #include "qfx/io/onnx_export.h"
-#include "qfx/io/torchscript_import.h"
+#include "qfx/io/model_file.h"
 
 #include <c10/core/InferenceMode.h>
 
@@ -38,7 +38,7 @@ void add_export_command(CLI::App& app, Action& action) {
       std::vector<c10::IValue> example = example_inputs(o->onnx, o->data, o->data_args.resolved());
       io::OutputOptions outputs = check_outputs({o->output}, {o->model, o->data}, o->force);
       c10::InferenceMode no_autograd;
-      auto gm = io::import_torchscript(o->model);
+      auto gm = io::load_model(o->model);
       io::export_onnx(*gm, example, o->output, o->onnx.options, outputs);
     };
   });

@@ -6,7 +6,7 @@
 #include "commands.h"
 #include "config_args.h"
 
-#include "qfx/io/torchscript_import.h"
+#include "qfx/io/model_file.h"
 #include "qfx/ir/graph_module.h"
 #include "qfx/passes/pass_manager.h"
 
@@ -46,7 +46,7 @@ void run(const Options& o) {
   pass_options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(qconfig_mapping_from_arg(o.qconfig));
   pass_options.is_qat = o.qat;
   if (o.explain) pass_options.explain = &std::cerr;
-  auto gm = io::import_torchscript(o.model);
+  auto gm = io::load_model(o.model);
   if (o.qat) gm->root().train(true);
   manager.run(*gm, pass_options);
   if (o.time_passes) passes::print_pass_times(std::cerr, times);

@@ -4,7 +4,7 @@
 #include "commands.h"
 
 #include "qfx/io/graph_json.h"
-#include "qfx/io/torchscript_import.h"
+#include "qfx/io/model_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,7 +25,7 @@ void add_print_command(CLI::App& app, Action& action) {
   cmd->add_flag("--json", options->json, "JSON: {\"nodes\": [{name, op, target, args, kwargs}]}")->excludes(ir);
   cmd->callback([options, &action] {
     action = [options] {
-      auto gm = io::import_torchscript(options->model);
+      auto gm = io::load_model(options->model);
       if (options->json) {
         std::cout << io::graph_to_json(gm->graph()).dump(2) << "\n";
       } else if (options->ir) {

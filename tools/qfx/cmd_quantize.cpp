@@ -18,7 +18,7 @@
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/onnx_export.h"
 #include "qfx/io/torchscript_export.h"
-#include "qfx/io/torchscript_import.h"
+#include "qfx/io/model_file.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/ir/module_registry.h"
 #include "qfx/passes/pass_manager.h"
@@ -227,7 +227,7 @@ std::string quantize(const Options& o, Ranks& ranks, const io::OutputOptions& ou
 
   Stopwatch clock;
   nlohmann::json timings;
-  auto gm = io::import_torchscript(o.model, import_options(custom));
+  auto gm = io::load_model(o.model, import_options(custom));
   if (!o.prepare_custom_config.empty()) {
     check_custom_config_modules(*gm, custom, o.prepare_custom_config,
                                 "the model file '" + o.model +

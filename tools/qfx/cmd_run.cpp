@@ -6,7 +6,7 @@
 #include "outputs.h"
 
 #include "qfx/io/tensor_io.h"
-#include "qfx/io/torchscript_import.h"
+#include "qfx/io/model_file.h"
 #include "qfx/ir/interpreter.h"
 
 #include <ATen/ATen.h>
@@ -56,7 +56,7 @@ void add_run_command(CLI::App& app, Action& action) {
     action = [options] {
       c10::InferenceMode no_autograd;
       io::OutputOptions outputs = check_outputs({options->output}, {options->model, options->input}, options->force);
-      auto gm = io::import_torchscript(options->model);
+      auto gm = io::load_model(options->model);
       auto inputs = io::as_inputs(io::load_value(options->input), "'" + options->input + "'");
       ir::Interpreter interpreter(*gm);
       c10::IValue output;

@@ -9,7 +9,7 @@
 #include "outputs.h"
 
 #include "qfx/io/output_file.h"
-#include "qfx/io/torchscript_import.h"
+#include "qfx/io/model_file.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/quantize.h"
 #include "qfx/report/report_html.h"
@@ -43,7 +43,7 @@ void run(const Options& o) {
   std::vector<LabelledBatch> batches =
       load_batches(o.data, o.data_args, kTrialBatchSize, o.limit_batches, "data", o.quiet);
 
-  auto float_model = io::import_torchscript(o.model);
+  auto float_model = io::load_model(o.model);
   std::unique_ptr<ir::GraphModule> calibrated = float_model->deep_copy();
   prepare_fx(*calibrated, mapping, backend);
   ir::Interpreter interpreter(*calibrated);
