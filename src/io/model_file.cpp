@@ -27,6 +27,7 @@ uint16_t le16(const std::vector<char>& b, size_t at) {
 
 std::vector<char> read_range(std::ifstream& in, uint64_t offset, uint64_t size) {
   std::vector<char> bytes(size);
+  in.clear();  // after a read that reached the end
   in.seekg(static_cast<std::streamoff>(offset));
   in.read(bytes.data(), static_cast<std::streamsize>(size));
   bytes.resize(static_cast<size_t>(in.gcount()));
