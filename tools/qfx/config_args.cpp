@@ -1,4 +1,4 @@
-// --backend / --qconfig: names or JSON files.
+// --backend / --qconfig: names or JSON files; --engine, and what its int8 kernels do on this CPU.
 
 #include "config_args.h"
 
@@ -36,13 +36,6 @@ quant::QConfigMapping qconfig_mapping_from_arg(const std::string& arg) {
   }
 }
 
-// Threads per engine, from docs/benchmarks.md (thread policy): oneDNN keeps
-// LibTorch's default threads and OpenMP's default (spinning) wait policy,
-// which PASSIVE slows up to 2.5x. QNNPACK runs in its own thread pool, and LibTorch's
-// OpenMP threads spinning after each op starve it: with 2 threads,
-// mobilenet_v2 at batch 1 takes 280 ms against 27.8 ms on 1 thread (18.6 ms
-// with 2 threads under PASSIVE). So qnnpack runs on one thread unless OpenMP
-// waits passively or the user set OMP_NUM_THREADS.
 namespace {
 
 bool& ran_on_saturating_onednn() {
@@ -77,6 +70,13 @@ std::string saturation_warning() {
          "CPU with VNNI; to run int8 on this one, use --engine qnnpack";
 }
 
+// Threads per engine, from docs/benchmarks.md (thread policy): oneDNN keeps
+// LibTorch's default threads and OpenMP's default (spinning) wait policy,
+// which PASSIVE slows up to 2.5x. QNNPACK runs in its own thread pool, and LibTorch's
+// OpenMP threads spinning after each op starve it: with 2 threads,
+// mobilenet_v2 at batch 1 takes 280 ms against 27.8 ms on 1 thread (18.6 ms
+// with 2 threads under PASSIVE). So qnnpack runs on one thread unless OpenMP
+// waits passively or the user set OMP_NUM_THREADS.
 void use_engine(const std::string& engine) {
   TORCH_CHECK(engine == "onednn" || engine == "qnnpack", "--engine must be onednn or qnnpack, got '", engine, "'");
   at::globalContext().setQEngine(engine == "qnnpack" ? at::QEngine::QNNPACK : at::QEngine::ONEDNN);
