@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <istream>
 
 namespace qfx::io::detail {
 namespace {
@@ -20,27 +21,30 @@ constexpr uint32_t kDirectoryEntry = 0x02014b50;
 constexpr uint32_t kLocalHeader = 0x04034b50;
 
 /// Little-endian reads inside the archive, each checked against its end.
+/// `data` holds the archive's bytes from `origin` to its end (a tail of the
+/// file when only its directory is read); offsets are the archive's.
 class Bytes {
  public:
-  Bytes(std::string_view data, const std::string& path) : data_(data), path_(path) {}
+  Bytes(std::string_view data, const std::string& path, uint64_t origin = 0)
+      : data_(data), path_(path), origin_(origin) {}
 
   uint64_t read(uint64_t at, int width) const {
-    TORCH_CHECK(at <= data_.size() && static_cast<uint64_t>(width) <= data_.size() - at, "'", path_,
-                "': not a valid zip archive (a record points past the end of the file)");
+    std::string_view bytes = slice(at, static_cast<uint64_t>(width));
     uint64_t value = 0;
-    for (int i = width - 1; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(data_[at + i]);
+    for (int i = width - 1; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(bytes[i]);
     return value;
   }
   std::string_view slice(uint64_t at, uint64_t size) const {
-    TORCH_CHECK(at <= data_.size() && size <= data_.size() - at, "'", path_,
+    TORCH_CHECK(at >= origin_ && at - origin_ <= data_.size() && size <= data_.size() - (at - origin_), "'", path_,
                 "': not a valid zip archive (a record points past the end of the file)");
-    return data_.substr(at, size);
+    return data_.substr(at - origin_, size);
   }
-  uint64_t size() const { return data_.size(); }
+  uint64_t size() const { return origin_ + data_.size(); }
 
  private:
   std::string_view data_;
   const std::string& path_;
+  uint64_t origin_;
 };
 
 struct Directory {
@@ -104,6 +108,32 @@ Entry read_entry(const Bytes& zip, uint64_t at, const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<ZipRecord> zip_directory(std::istream& file, const std::string& path) {
+  file.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(file.tellg());
+  auto read_from = [&](uint64_t origin) {
+    std::string bytes(size - origin, '\0');
+    file.clear();
+    file.seekg(static_cast<std::streamoff>(origin));
+    file.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    TORCH_CHECK(file.gcount() == static_cast<std::streamsize>(bytes.size()), "cannot read '", path, "'");
+    return bytes;
+  };
+  const uint64_t tail_origin = size > 22 + 65535 + 76 ? size - 22 - 65535 - 76 : 0;  // the end records, zip64's too
+  const std::string tail = read_from(tail_origin);
+  const Directory directory = find_directory(Bytes(tail, path, tail_origin), path);
+  TORCH_CHECK(directory.offset <= size, "'", path, "': not a valid zip archive (bad central directory)");
+  const std::string listing = read_from(directory.offset);
+  Bytes zip(listing, path, directory.offset);
+  std::vector<ZipRecord> records;
+  for (uint64_t i = 0, at = directory.offset; i < directory.entries; ++i) {
+    Entry e = read_entry(zip, at, path);
+    at = e.next;
+    records.push_back({e.name, e.size});
+  }
+  return records;
+}
 
 std::vector<ZipRecord> check_zip_crcs(std::string_view archive, const std::string& path) {
   Bytes zip(archive, path);

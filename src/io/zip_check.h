@@ -1,9 +1,11 @@
 #pragma once
-// Integrity of zip archives (TorchScript and torch.save files). Internal to src/io.
+// Zip archives (TorchScript, torch.save and torch.export files): their directory, and the integrity of
+// their records. Internal to src/io.
 
 #include <caffe2/serialize/read_adapter_interface.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +23,11 @@ struct ZipRecord {
 /// from its central directory entry; also an error when the directory itself
 /// is malformed. Zip64 archives included.
 std::vector<ZipRecord> check_zip_crcs(std::string_view archive, const std::string& path);
+
+/// The records of the zip archive `file` (named `path` in errors), from its
+/// central directory alone: the file's tail is read, not the whole file.
+/// c10::Error when it is not a valid zip archive. Zip64 archives included.
+std::vector<ZipRecord> zip_directory(std::istream& file, const std::string& path);
 
 /// An archive's bytes in memory for PyTorchStreamReader. Unlike LibTorch's
 /// MemoryReadAdapter, a read past the end gives the bytes there are (none
