@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
-#include <set>
 #include <sstream>
 
 namespace qfx::io {
@@ -81,19 +80,6 @@ uint64_t bytes_read(const at::Tensor& t) {
 
 void check_storages(const c10::IValue& value, const std::string& what, const RecordSize& record_size) {
   check_value(value, what, "", record_size);
-}
-
-void check_model_storages(const torch::jit::Module& module, const std::string& path, uint64_t held) {
-  std::set<const void*> seen;
-  uint64_t needed = 0;
-  for (const auto& attribute : module.named_attributes(/*recurse=*/true)) {
-    if (!attribute.value.isTensor()) continue;
-    const at::Tensor& t = attribute.value.toTensor();
-    if (!t.defined() || !t.has_storage() || !seen.insert(t.storage().data()).second) continue;
-    needed += t.storage().nbytes();
-  }
-  TORCH_CHECK(needed <= held, "model '", path, "': its tensors need ", needed, " bytes, its data records hold ", held,
-              " (a truncated or corrupt record)");
 }
 
 }  // namespace qfx::io

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string_view>
 
 namespace qfx::io {
@@ -44,6 +45,22 @@ std::string printable_line(const std::string& text) {
     if (ch < 0x20 || ch > 0x7e) ch = '?';
   }
   return line;
+}
+
+/// c10::Error naming `path` when the tensors of `module` (parameters,
+/// buffers, tensor attributes; each storage once) need more bytes than the
+/// archive's data records hold together, `held` (a truncated record).
+void check_model_storages(const torch::jit::Module& module, const std::string& path, uint64_t held) {
+  std::set<const void*> seen;
+  uint64_t needed = 0;
+  for (const auto& attribute : module.named_attributes(/*recurse=*/true)) {
+    if (!attribute.value.isTensor()) continue;
+    const at::Tensor& t = attribute.value.toTensor();
+    if (!t.defined() || !t.has_storage() || !seen.insert(t.storage().data()).second) continue;
+    needed += t.storage().nbytes();
+  }
+  TORCH_CHECK(needed <= held, "model '", path, "': its tensors need ", needed, " bytes, its data records hold ", held,
+              " (a truncated or corrupt record)");
 }
 
 }  // namespace

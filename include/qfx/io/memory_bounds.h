@@ -5,7 +5,6 @@
 /// it reads. What every reader of model and data files (qfx/io) checks.
 
 #include <ATen/core/ivalue.h>
-#include <torch/csrc/jit/api/module.h>
 
 #include <cstdint>
 #include <functional>
@@ -34,10 +33,5 @@ using RecordSize = std::function<std::optional<uint64_t>(const c10::Storage&)>;
 /// [i] its place there) that reads past its storage or past the record the
 /// storage was read from (a truncated record).
 void check_storages(const c10::IValue& value, const std::string& what, const RecordSize& record_size);
-
-/// c10::Error naming `path` when the tensors of `module` (parameters,
-/// buffers, tensor attributes; each storage once) need more bytes than the
-/// archive's data records hold together, `held` (a truncated record).
-void check_model_storages(const torch::jit::Module& module, const std::string& path, uint64_t held);
 
 }  // namespace qfx::io
