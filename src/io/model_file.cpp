@@ -51,16 +51,18 @@ ModelFormat model_format(const std::string& path) {
   return ModelFormat::kUnknown;
 }
 
+void check_model_readable(const std::string& path) {
+  ModelFormat format = model_format(path);
+  TORCH_CHECK(format != ModelFormat::kPt2 && format != ModelFormat::kPt2Flat, "'", path,
+              "' is a torch.export archive (.pt2); qfx reads TorchScript archives (.pt) only: save the model with "
+              "torch.jit.trace");
+  TORCH_CHECK(format != ModelFormat::kOnnx, "'", path,
+              "' is an ONNX model; qfx reads TorchScript archives (.pt) only (it writes ONNX)");
+}
+
 std::unique_ptr<ir::GraphModule> load_model(const std::string& path, const ImportOptions& options) {
-  switch (model_format(path)) {
-    case ModelFormat::kPt2:
-    case ModelFormat::kPt2Flat:
-      TORCH_CHECK(false, "'", path, "' is a torch.export archive (.pt2); qfx reads TorchScript archives (.pt) only: ",
-                  "save the model with torch.jit.trace");
-    case ModelFormat::kOnnx:
-      TORCH_CHECK(false, "'", path, "' is an ONNX model; qfx reads TorchScript archives (.pt) only (it writes ONNX)");
-    default: return import_torchscript(path, options);
-  }
+  check_model_readable(path);
+  return import_torchscript(path, options);
 }
 
 }  // namespace qfx::io

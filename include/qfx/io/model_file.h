@@ -30,8 +30,12 @@ enum class ModelFormat {
 /// c10::Error naming the file when it cannot be read.
 ModelFormat model_format(const std::string& path);
 
-/// The file at `path` as a GraphModule. A format qfx has no reader for is
-/// one c10::Error naming the file, what it is, and what qfx reads.
+/// c10::Error naming the file, what it is and what qfx reads when qfx has
+/// no reader for its format (`.pt2`, ONNX); nothing for a TorchScript file
+/// or one of no known format (whose reader says what is wrong).
+void check_model_readable(const std::string& path);
+
+/// The file at `path` as a GraphModule (check_model_readable first).
 std::unique_ptr<ir::GraphModule> load_model(const std::string& path, const ImportOptions& options = {});
 
 }  // namespace qfx::io
