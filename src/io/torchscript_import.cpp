@@ -1,10 +1,10 @@
 // import_torchscript: loads the archive (errors name the file), then builds
-// the GraphModule with the GraphBuilder and lints it.
+// the GraphModule with the ScriptReader and lints it.
 
 #include "qfx/io/torchscript_import.h"
 
 #include "crash_guard.h"
-#include "import/graph_builder.h"
+#include "import/script_reader.h"
 #include "qfx/io/memory_bounds.h"
 #include "zip_check.h"
 
@@ -25,7 +25,7 @@ std::unique_ptr<ir::GraphModule> import_torchscript(const torch::jit::Module& mo
   gm->root().train(module.is_training());
   std::string python_class = detail::python_class_name(module);
   gm->set_class_name(python_class.substr(python_class.rfind('.') + 1));
-  detail::GraphBuilder builder(*gm, options);
+  detail::ScriptReader builder(*gm, options);
   builder.import_forward(module);
   for (const std::string& name : options.preserved_attributes) {
     TORCH_CHECK(module.hasattr(name), "preserved attribute '", name, "' is not an attribute of the model");

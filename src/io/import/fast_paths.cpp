@@ -11,7 +11,7 @@
 // 1.13's), with the module's attributes (num_heads, batch_first) the ONNX
 // export reads.
 
-#include "graph_builder.h"
+#include "script_reader.h"
 #include "leaf_modules.h"
 
 #include "qfx/io/script_define.h"
@@ -112,7 +112,7 @@ std::shared_ptr<torch::nn::Module> dropout_module() {
 
 }  // namespace
 
-at::Tensor GraphBuilder::tensor_input(const std::vector<ImportValue>& inputs, size_t index, const char* what) {
+at::Tensor ScriptReader::tensor_input(const std::vector<ImportValue>& inputs, size_t index, const char* what) {
   const ImportValue& v = inputs.at(index);
   if (v.kind == ImportValue::Kind::kAttr) return v.tensor;
   if (v.is_static() && v.constant.isTensor()) return v.constant.toTensor();
@@ -120,15 +120,7 @@ at::Tensor GraphBuilder::tensor_input(const std::vector<ImportValue>& inputs, si
   walker_.fail(std::string("a fused op whose ") + what + " is computed, not a weight of the model");
 }
 
-ir::Node* GraphBuilder::built_leaf_call(const std::string& path, std::shared_ptr<torch::nn::Module> module,
-                                        std::vector<ir::Argument> args) {
-  if (built_leaves_.insert(path).second) gm_.add_submodule(path, std::move(module));
-  ir::Node* node = gm_.graph().call_module(path, std::move(args));
-  node->meta()[ir::kScopeMeta] = ir::NodeScope{path, nn::python_class_of(*gm_.get_submodule(path))};
-  return node;
-}
-
-ImportValue GraphBuilder::encoder_layer_fast_path(const std::vector<ImportValue>& inputs) {
+ImportValue ScriptReader::encoder_layer_fast_path(const std::vector<ImportValue>& inputs) {
   // _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
   //   use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2,
   //   ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask, mask_type)
@@ -137,7 +129,7 @@ ImportValue GraphBuilder::encoder_layer_fast_path(const std::vector<ImportValue>
     return inputs[i].constant;
   };
   if (!constant(18, "mask").isNone()) walker_.fail("a fused encoder layer with a mask (trace it without one)");
-  const std::string layer = scopes_.back().module_path;
+  const std::string layer = b_.scope().module_path;
   Attention a{constant(1, "embed_dim").toInt(),
               constant(2, "num_heads").toInt(),
               true,
@@ -148,7 +140,8 @@ ImportValue GraphBuilder::encoder_layer_fast_path(const std::vector<ImportValue>
   bool gelu = constant(7, "use_gelu").toBool(), norm_first = constant(8, "norm_first").toBool();
   double eps = constant(9, "eps").toDouble();
   auto leaf = [&](const std::string& name, std::shared_ptr<torch::nn::Module> module, ir::Argument x) {
-    return built_leaf_call(layer + "." + name, std::move(module), {std::move(x)});
+    b_.add_module(layer + "." + name, std::move(module));
+    return b_.call_module(layer + "." + name, {std::move(x)});
   };
   auto norm = [&](int n, ir::Argument x) {
     size_t w = n == 1 ? 10 : 12;
@@ -157,7 +150,7 @@ ImportValue GraphBuilder::encoder_layer_fast_path(const std::vector<ImportValue>
                                   tensor_input(inputs, w + 1, "norm bias")),
                 std::move(x));
   };
-  auto add = [&](ir::Argument x, ir::Argument y) { return scoped(gm_.graph().call_function("operator.add", {x, y})); };
+  auto add = [&](ir::Argument x, ir::Argument y) { return b_.call(ir::Opcode::kCallFunction, "operator.add", {x, y}); };
   // x + dropout1(self_attn(x)), then x + dropout2(linear2(dropout(activation(linear1(x)))))
   auto self_attention = [&](ir::Argument x) {
     return leaf("dropout1", dropout_module(), leaf("self_attn", attention_module(a), std::move(x)));
@@ -166,7 +159,7 @@ ImportValue GraphBuilder::encoder_layer_fast_path(const std::vector<ImportValue>
     ir::Node* h =
         leaf("linear1", linear_module(tensor_input(inputs, 14, "ffn weight"), tensor_input(inputs, 15, "ffn bias")),
              std::move(x));
-    h = scoped(gm_.graph().call_function(gelu ? "torch.nn.functional.gelu" : "torch.nn.functional.relu", {h}));
+    h = b_.call(ir::Opcode::kCallFunction, gelu ? "torch.nn.functional.gelu" : "torch.nn.functional.relu", {h});
     h = leaf("dropout", dropout_module(), h);
     h = leaf("linear2", linear_module(tensor_input(inputs, 16, "ffn weight"), tensor_input(inputs, 17, "ffn bias")), h);
     return leaf("dropout2", dropout_module(), h);
@@ -180,7 +173,7 @@ ImportValue GraphBuilder::encoder_layer_fast_path(const std::vector<ImportValue>
   return ImportValue::of_node(norm(2, add(y, feed_forward(y))));
 }
 
-std::shared_ptr<torch::nn::Module> GraphBuilder::attention_fast_path(const torch::jit::Module& module,
+std::shared_ptr<torch::nn::Module> ScriptReader::attention_fast_path(const torch::jit::Module& module,
                                                                      const torch::jit::Graph& forward) {
   const torch::jit::Node* op = nullptr;
   for (const torch::jit::Node* n : forward.nodes()) {

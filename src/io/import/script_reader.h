@@ -1,21 +1,23 @@
 #pragma once
-// GraphBuilder: the Walker handler that builds the FX graph of an imported
-// model. Leaf modules become call_module nodes (built once per path), other
-// modules are walked into, ATen ops become nodes through the op table.
+// ScriptReader: the Walker handler that reads a TorchScript module into the
+// FX-shaped graph of io::GraphBuilder. Leaf modules become call_module nodes
+// (built once per path), other modules are walked into, ATen ops become nodes
+// through the op table.
 
 #include "walker.h"
 
+#include "qfx/io/graph_builder.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/graph_module.h"
 
 #include <unordered_map>
-#include <unordered_set>
 
 namespace qfx::io::detail {
 
-class GraphBuilder : public Walker::Handler {
+class ScriptReader : public Walker::Handler {
  public:
-  GraphBuilder(ir::GraphModule& gm, const ImportOptions& options) : gm_(gm), options_(options), walker_(*this) {}
+  ScriptReader(ir::GraphModule& gm, const ImportOptions& options)
+      : options_(options), walker_(*this), b_(gm, [this](const std::string& what) { walker_.fail(what); }) {}
 
   /// Imports the forward() of `root` into the graph module.
   void import_forward(const torch::jit::Module& root);
@@ -30,11 +32,8 @@ class GraphBuilder : public Walker::Handler {
  private:
   ir::Argument to_argument(const ImportValue& value, const c10::TypePtr& type = nullptr);
   ir::Argument static_argument(const c10::IValue& value, const c10::TypePtr& type);
-  ir::Node* attribute_node(const std::string& path, const at::Tensor& tensor);
-  ir::Node* mapped_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
-  ir::Node* call_node(ir::Opcode op, const std::string& target, const std::vector<c10::Argument>& schema_args,
-                      const std::vector<ImportValue>& inputs, const std::vector<int>& positional,
-                      const std::vector<int>& keyword, bool inplace);
+  /// The walked values as inputs of a builder call (converted when used).
+  std::vector<OpInput> op_inputs(const std::vector<ImportValue>& values);
   ImportValue custom_op(const torch::jit::Node& node, const std::vector<ImportValue>& inputs);
   ImportValue tensor_index(const std::vector<ImportValue>& inputs);
   /// aten::slice / aten::select: a getitem node, or a view when only written through.
@@ -51,9 +50,6 @@ class GraphBuilder : public Walker::Handler {
   /// `value[index]` as a view; a view of a view merges the two indexes.
   ImportValue view_of(const ImportValue& value, ir::Argument::Items index);
   ImportValue leaf_call(const ImportValue& module, const std::string& method, std::vector<ImportValue> args);
-  /// A call of `module` (added at `path` the first time) on `args`.
-  ir::Node* built_leaf_call(const std::string& path, std::shared_ptr<torch::nn::Module> module,
-                            std::vector<ir::Argument> args);
   /// Input `index` of a fused op as the weight it is (undefined for None).
   at::Tensor tensor_input(const std::vector<ImportValue>& inputs, size_t index, const char* what);
   /// aten::_transformer_encoder_layer_fwd in the layer being walked: the
@@ -69,34 +65,22 @@ class GraphBuilder : public Walker::Handler {
   ImportValue recurrent_result(ir::Node* module, bool lstm, const std::vector<size_t>& order, bool single);
   /// The module ImportOptions keeps whole at this path, or nullptr.
   std::shared_ptr<torch::nn::Module> kept_whole(const ImportValue& module, const std::string& python_class) const;
-  /// Records the current scope on `node` (ir::NodeScope) and returns it.
-  ir::Node* scoped(ir::Node* node);
 
-  ir::GraphModule& gm_;
   const ImportOptions& options_;
   Walker walker_;
-  std::unordered_map<std::string, ir::Node*> attribute_nodes_;  // by attribute path
-  std::unordered_set<std::string> built_leaves_;                // module paths
+  GraphBuilder b_;
   // x[i] = v: later reads of x read the setitem node, which gives x after the write
   std::unordered_map<ir::Node*, ir::Node*> written_;
-  std::vector<ir::NodeScope> scopes_{ir::NodeScope{}};  // innermost module being walked last
-  int tensor_constants_ = 0;
 };
 
 /// True when `value` is the default of `schema_arg` (TorchScript passes a
 /// script function's defaults explicitly; FX does not record them).
-bool is_default(const c10::Argument& schema_arg, const ImportValue& value);
+inline bool is_default(const c10::Argument& schema_arg, const ImportValue& value) {
+  return value.is_static() && io::is_default(schema_arg, OpInput::of_constant(value.constant));
+}
 
 /// The Python qualified name of a TorchScript class, without `__torch__.` and
 /// the JIT's `___torch_mangle_N` parts: `torch.nn.modules.conv.Conv2d`.
 std::string python_class_name(const torch::jit::Module& module);
-
-/// The public PyTorch name of a class: `torch.nn.modules.conv.Conv2d` ->
-/// `torch.nn.Conv2d`; other names stay as they are.
-std::string public_type_name(const std::string& python_class);
-
-/// True for modules FX treats as leaves: defined under `torch.nn` or
-/// `torch.ao.nn`, except containers.
-bool is_leaf_module(const std::string& python_class);
 
 }  // namespace qfx::io::detail

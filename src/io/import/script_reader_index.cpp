@@ -2,7 +2,7 @@
 // and `x[index] = v` (slices of x, then fill_ or copy_ on the view) as FX's
 // operator.setitem, traced or scripted.
 
-#include "graph_builder.h"
+#include "script_reader.h"
 
 #include "qfx/ir/op_names.h"
 
@@ -41,7 +41,7 @@ bool merge_index(ir::Argument::Items& outer, const ir::Argument::Items& inner) {
 
 }  // namespace
 
-bool GraphBuilder::written_through(const torch::jit::Value& view) {
+bool ScriptReader::written_through(const torch::jit::Value& view) {
   // a scripted `x[a:b] = 1.0` also reads the view's dtype and device (aten::tensor of the value)
   std::vector<torch::jit::Use> writes;
   for (const torch::jit::Use& use : view.uses()) {
@@ -53,14 +53,14 @@ bool GraphBuilder::written_through(const torch::jit::Value& view) {
   return is_view_op(user) && written_through(*user.output());
 }
 
-ImportValue GraphBuilder::view_of(const ImportValue& value, ir::Argument::Items index) {
+ImportValue ScriptReader::view_of(const ImportValue& value, ir::Argument::Items index) {
   if (value.kind != ImportValue::Kind::kView) return ImportValue::of_view(value, std::move(index));
   ir::Argument::Items merged = value.index;
   if (!merge_index(merged, index)) walker_.fail("an assignment through an index qfx cannot merge into one");
   return ImportValue::of_view(value.items.at(0), std::move(merged));
 }
 
-ImportValue GraphBuilder::tensor_index(const std::vector<ImportValue>& inputs) {
+ImportValue ScriptReader::tensor_index(const std::vector<ImportValue>& inputs) {
   // aten::index(self, [i, None, j]) => x[i, :, j]; x[i] for one index
   const ImportValue& list = inputs.at(1);
   if (list.kind != ImportValue::Kind::kList) walker_.fail("aten::index with indices that are not a list");
@@ -70,10 +70,10 @@ ImportValue GraphBuilder::tensor_index(const std::vector<ImportValue>& inputs) {
     parts.push_back(item.is_static() && item.constant.isNone() ? full_slice() : to_argument(item));
   }
   ir::Argument index = parts.size() == 1 ? parts[0] : ir::Argument::tuple(parts);
-  return ImportValue::of_node(scoped(gm_.graph().call_function(ir::op::kGetitem, {base, index})));
+  return ImportValue::of_node(b_.getitem(base, index));
 }
 
-ImportValue GraphBuilder::setitem(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
+ImportValue ScriptReader::setitem(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
   // x[a:b, c:d] = v is traced as slices of x, then fill_ (or copy_) on the view: FX's operator.setitem
   std::string kind = node.kind().toQualString();
   const ImportValue& view = inputs.at(0);
@@ -83,11 +83,11 @@ ImportValue GraphBuilder::setitem(const torch::jit::Node& node, const std::vecto
   ir::Node* base = to_argument(view.items.at(0)).to_node();
   const ir::Argument::Items& index = view.index;
   ir::Argument key = index.size() == 1 ? index[0] : ir::Argument::tuple(index);
-  written_[base] = scoped(gm_.graph().call_function("operator.setitem", {base, key, to_argument(inputs.at(1))}));
+  written_[base] = b_.call(ir::Opcode::kCallFunction, "operator.setitem", {base, key, to_argument(inputs.at(1))});
   return ImportValue::opaque();
 }
 
-ImportValue GraphBuilder::slice_or_select(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
+ImportValue ScriptReader::slice_or_select(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
   // aten::slice(self, dim, start, end, step) / aten::select(self, dim, index) => x[..., index]
   std::string kind = node.kind().toQualString();
   auto arg = [&](size_t i) { return to_argument(inputs.at(i)); };
@@ -111,17 +111,17 @@ ImportValue GraphBuilder::slice_or_select(const torch::jit::Node& node, const st
   parts.push_back(index);
   if (written_through(*node.output())) return view_of(inputs[0], parts);
   ir::Argument key = parts.size() == 1 ? parts[0] : ir::Argument::tuple(parts);
-  return ImportValue::of_node(scoped(gm_.graph().call_function(ir::op::kGetitem, {arg(0), key})));
+  return ImportValue::of_node(b_.getitem(arg(0), key));
 }
 
-ImportValue GraphBuilder::tensor_metadata(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
+ImportValue ScriptReader::tensor_metadata(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
   // the dtype and device a scripted `x[a:b] = v` makes v's tensor with: v itself is assigned (new_tensor)
   if (inputs.at(0).kind == ImportValue::Kind::kView) return ImportValue::opaque();
   const char* field = node.kind() == c10::prim::dtype ? "dtype" : "device";
-  return ImportValue::of_node(scoped(gm_.graph().call_function(ir::op::kGetattr, {to_argument(inputs[0]), field})));
+  return ImportValue::of_node(b_.call(ir::Opcode::kCallFunction, ir::op::kGetattr, {to_argument(inputs[0]), field}));
 }
 
-ImportValue GraphBuilder::new_tensor(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
+ImportValue ScriptReader::new_tensor(const torch::jit::Node& node, const std::vector<ImportValue>& inputs) {
   // aten::tensor(data, dtype, device, requires_grad): in a scripted `x[a:b] = v`, v made a tensor of x's
   // dtype and device, which FX records as the assignment of v itself
   const torch::jit::Node& dtype = *node.inputs().at(1)->node();
@@ -136,7 +136,7 @@ ImportValue GraphBuilder::new_tensor(const torch::jit::Node& node, const std::ve
     kwargs.emplace_back("requires_grad", true);
   }
   return ImportValue::of_node(
-      scoped(gm_.graph().create_node(ir::Opcode::kCallFunction, "torch.tensor", {to_argument(inputs[0])}, kwargs)));
+      b_.call(ir::Opcode::kCallFunction, "torch.tensor", {to_argument(inputs[0])}, kwargs));
 }
 
 }  // namespace qfx::io::detail

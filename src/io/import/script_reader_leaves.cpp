@@ -2,7 +2,7 @@
 // the Python signature's order (a trace orders them by first use), and a
 // traced recurrent module's flat outputs as FX's getitems.
 
-#include "graph_builder.h"
+#include "script_reader.h"
 
 #include "leaf_modules.h"
 
@@ -178,9 +178,9 @@ int traced_cell_part(const torch::jit::Graph& forward) {
 
 }  // namespace
 
-ImportValue GraphBuilder::recurrent_result(ir::Node* module, bool lstm, const std::vector<size_t>& order, bool single) {
+ImportValue ScriptReader::recurrent_result(ir::Node* module, bool lstm, const std::vector<size_t>& order, bool single) {
   // out, (h, c) = self.lstm(x): FX's getitem, getitem_1 (the state), getitem_2, getitem_3
-  auto item = [&](ir::Node* of, int64_t i) { return scoped(gm_.graph().call_function(ir::op::kGetitem, {of, i})); };
+  auto item = [&](ir::Node* of, int64_t i) { return b_.getitem(of, i); };
   std::map<size_t, ir::Node*> values;
   ir::Node* state = nullptr;
   auto value = [&](size_t k) {
@@ -195,7 +195,7 @@ ImportValue GraphBuilder::recurrent_result(ir::Node* module, bool lstm, const st
   return ImportValue::of_sequence(ImportValue::Kind::kTuple, std::move(flat));
 }
 
-ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string& method,
+ImportValue ScriptReader::leaf_call(const ImportValue& module, const std::string& method,
                                     std::vector<ImportValue> args) {
   const torch::jit::Method forward = module.module->get_method(method);
   const std::string& path = module.path;
@@ -204,7 +204,7 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string
   if (args.empty() && forward.graph()->outputs().at(0)->type()->kind() == c10::TypeKind::NoneType) {
     return ImportValue::of_static(c10::IValue());
   }
-  if (built_leaves_.count(path) == 0) {
+  if (!b_.has_module(path)) {
     std::string type = python_class_name(*module.module);
     std::shared_ptr<torch::nn::Module> built = build_leaf_module(*module.module, type, path, method);
     bool attention = type == "torch.nn.modules.activation.MultiheadAttention";
@@ -215,8 +215,7 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string
                  ") has no qfx form: it runs as TorchScript and stays float");
       if (built == nullptr) built = std::make_shared<nn::ScriptModuleImpl>(*module.module, public_type_name(type));
     }
-    gm_.add_submodule(path, std::move(built));
-    built_leaves_.insert(path);
+    b_.add_module(path, std::move(built));
   }
   // TorchScript passes a script forward's defaults explicitly (ConvTranspose's output_size=None): FX does not
   const auto& schema = forward.function().getSchema().arguments();
@@ -236,11 +235,9 @@ ImportValue GraphBuilder::leaf_call(const ImportValue& module, const std::string
   }
   std::vector<ir::Argument> fx_args;
   for (const ImportValue& a : args) fx_args.push_back(to_argument(a));
-  // QuantizationTracer records a leaf's own call under the leaf's scope.
-  ir::Node* node = gm_.graph().call_module(path, std::move(fx_args));
-  node->meta()[ir::kScopeMeta] = ir::NodeScope{path, nn::python_class_of(*gm_.get_submodule(path))};
+  ir::Node* node = b_.call_module(path, std::move(fx_args));
   if (cell_part >= 0)
-    return ImportValue::of_node(scoped(gm_.graph().call_function(ir::op::kGetitem, {node, cell_part})));
+    return ImportValue::of_node(b_.getitem(node, cell_part));
   if (outputs.empty()) return ImportValue::of_node(node);
   bool single = forward.graph()->outputs().at(0)->node()->kind() != c10::prim::TupleConstruct;
   return recurrent_result(node, lstm, outputs, single);
