@@ -8,6 +8,8 @@
 #     computed per batch, convolutions float), no calibration;
 #   qat-int8: prepare_qat_fx, one epoch of fine-tuning on the 60,000 training
 #     images with fake quantization, convert_fx (onednn);
+#   int8-pt2: the same classifier exported by PyTorch 2 (torch.export, .pt2),
+#     quantized as int8-onednn (the same top-1);
 #   int8-onnx: the onednn quantization written as ONNX QDQ and run by ONNX
 #     Runtime (npm's onnxruntime-node, tools/ort/qfx_ort.js).
 # Then the per-layer comparison of the onednn model with the float one, and
@@ -36,6 +38,13 @@ for engine in onednn qnnpack; do
   "$qfx" eval "$out/fashion_cnn_int8_$engine.pt" --engine "$engine" --data "$test" "${norm[@]}" \
     --json "$out/int8_$engine.json"
 done
+
+echo
+echo "== int8 from PyTorch 2: the same classifier saved by torch.export.save (.pt2, tests/pt2/make_fixtures.py),"
+echo "   quantized with the int8-onednn settings"
+"$qfx" quantize "$here/../tests/pt2/fixtures/fashion_cnn.pt2" -o "$out/fashion_cnn_int8_pt2.pt" --engine onednn \
+  --calib "$train" "${norm[@]}" --batch-size 32 --calib-batches 32 --seed 0
+"$qfx" eval "$out/fashion_cnn_int8_pt2.pt" --engine onednn --data "$test" "${norm[@]}" --json "$out/int8_pt2.json"
 
 echo
 echo "== int8 as ONNX QDQ: qfx quantize -o fashion_cnn_int8.onnx (the onednn run's settings), run by ONNX Runtime"
@@ -69,7 +78,7 @@ echo "== per-layer comparison: float vs int8-onednn on 1,024 test images"
 summary_table() {
   # the summary table, from the eval reports
   printf '\n%-14s %8s %10s %16s\n' model top-1 size latency
-  for row in float int8_onednn int8_qnnpack int8_onnx dynamic_int8 qat_int8; do
+  for row in float int8_onednn int8_pt2 int8_qnnpack int8_onnx dynamic_int8 qat_int8; do
     json="$out/$row.json"
     file=$(grep -o '"model": "[^"]*"' "$json" | cut -d'"' -f4)
     top1=$(grep -o '"top1": [0-9.e-]*' "$json" | awk '{printf "%.2f%%", $2 * 100}')

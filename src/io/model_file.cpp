@@ -2,6 +2,8 @@
 
 #include "qfx/io/model_file.h"
 
+#include "qfx/io/pt2_import.h"
+
 #include "zip_check.h"
 
 #include <c10/util/Exception.h>
@@ -53,15 +55,17 @@ ModelFormat model_format(const std::string& path) {
 
 void check_model_readable(const std::string& path) {
   ModelFormat format = model_format(path);
-  TORCH_CHECK(format != ModelFormat::kPt2 && format != ModelFormat::kPt2Flat, "'", path,
-              "' is a torch.export archive (.pt2); qfx reads TorchScript archives (.pt) only: save the model with "
-              "torch.jit.trace");
+  TORCH_CHECK(format != ModelFormat::kPt2Flat, "'", path,
+              "' is a torch.export archive in the layout of PyTorch 2.0-2.7 (serialized_exported_program.json); "
+              "qfx reads the PT2 archive of PyTorch 2.8 and later: load it and save it again with torch.export.save");
   TORCH_CHECK(format != ModelFormat::kOnnx, "'", path,
-              "' is an ONNX model; qfx reads TorchScript archives (.pt) only (it writes ONNX)");
+              "' is an ONNX model; qfx reads TorchScript archives (.pt) and torch.export archives (.pt2) (it writes "
+              "ONNX)");
 }
 
 std::unique_ptr<ir::GraphModule> load_model(const std::string& path, const ImportOptions& options) {
   check_model_readable(path);
+  if (model_format(path) == ModelFormat::kPt2) return import_pt2(path, options);
   return import_torchscript(path, options);
 }
 

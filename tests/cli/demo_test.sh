@@ -53,10 +53,14 @@ if vnni:
 else:
     assert onnx['items'] == 10000 and float_['top1'] - onnx['top1'] <= 0.01, (onnx['top1'], float_['top1'])
 print(f"onnx: top-1 {onnx['top1']:.4f} in ONNX Runtime (TorchScript int8 {onednn['top1']:.4f})")
+pt2 = json.load(open(os.path.join(out, 'int8_pt2.json')))
+# the same classifier from torch.export's .pt2 quantizes to the same model as from TorchScript
+assert pt2['items'] == 10000 and pt2['top1'] == onednn['top1'], (pt2['top1'], onednn['top1'])
+print(f"pt2: top-1 {pt2['top1']:.4f} (from TorchScript {onednn['top1']:.4f})")
 layers = [l['float_node'] for l in report['compare']['layers']]
 assert layers[0] == 'relu' and layers[-1] == 'fc2', layers  # conv1 fused with its relu, ..., the last linear
 assert all(l['sqnr_db'] > 25 for l in report['compare']['layers']), report['compare']['layers']
 assert os.path.getsize(os.path.join(out, 'report.html')) > 100000  # Chart.js inlined
 PY
-for row in int8-onednn int8-onnx dynamic-int8 qat-int8; do grep -q "^$row" "$out/summary.txt"; done
+for row in int8-onednn int8-pt2 int8-onnx dynamic-int8 qat-int8; do grep -q "^$row" "$out/summary.txt"; done
 echo "demo checks passed"

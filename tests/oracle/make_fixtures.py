@@ -29,6 +29,7 @@ import data_fixtures  # noqa: E402
 import flow_fixtures  # noqa: E402
 import from_float_fixtures  # noqa: E402
 import model_fixtures  # noqa: E402
+import pt2_fixtures  # noqa: E402
 import qat_fixtures  # noqa: E402
 import quant_fixtures  # noqa: E402
 import suite_fixtures  # noqa: E402
@@ -48,6 +49,7 @@ WRITERS = [
     (compare_fixtures, ['compare_fixtures.py', 'quant_fixtures.py']),
     (qat_fixtures, ['qat_fixtures.py', 'flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py',
                     'backend_fixtures.py', 'pytorch_names.py']),
+    (pt2_fixtures, ['pt2_fixtures.py', '../pt2/models.py']),
     (suite_fixtures, ['suite_fixtures.py', 'flow_fixtures.py', 'model_fixtures.py', 'quant_fixtures.py',
                       'backend_fixtures.py', 'pytorch_names.py']),
 ]

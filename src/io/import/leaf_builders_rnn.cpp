@@ -22,7 +22,7 @@ using ModulePtr = std::shared_ptr<torch::nn::Module>;
 const ProbedOp& rnn_op(const Leaf& leaf, const std::vector<std::string>& kinds) {
   for (const ProbedOp& op : leaf.ops()) {
     bool wanted = std::find(kinds.begin(), kinds.end(), op.kind) != kinds.end();
-    if (wanted && op.inputs.size() == 9 && op.inputs[3].is_static() && op.inputs[3].constant.isBool()) return op;
+    if (wanted && op.inputs.size() == 9 && op.inputs[3] && op.inputs[3]->isBool()) return op;
   }
   return leaf.op(kinds);  // the error names the ops looked for
 }

@@ -4,7 +4,7 @@
 
 #include "leaf_modules.h"
 
-#include "graph_builder.h"
+#include "script_reader.h"
 #include "walker.h"
 
 #include <c10/util/Exception.h>
@@ -39,7 +39,9 @@ class Probe : public Walker::Handler {
     return walker_.run(*module.module->get_method(method).graph(), std::move(inputs)).at(0);
   }
   std::vector<ImportValue> call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) override {
-    ops_.push_back({node.kind().toQualString(), std::move(inputs)});
+    std::vector<c10::optional<c10::IValue>> constants;
+    for (const ImportValue& v : inputs) constants.push_back(v.is_static() ? c10::make_optional(v.constant) : c10::nullopt);
+    ops_.push_back({node.kind().toQualString(), std::move(constants)});
     return std::vector<ImportValue>(node.outputs().size());
   }
   ImportValue element(const ImportValue&, int64_t) override { return ImportValue::opaque(); }
@@ -53,8 +55,8 @@ class Probe : public Walker::Handler {
 }  // namespace
 
 const c10::IValue& ProbedOp::constant(size_t index) const {
-  TORCH_CHECK(index < inputs.size() && inputs[index].is_static(), kind, ": input ", index, " is not a constant");
-  return inputs[index].constant;
+  TORCH_CHECK(index < inputs.size() && inputs[index], kind, ": input ", index, " is not a constant");
+  return *inputs[index];
 }
 namespace {
 
@@ -74,13 +76,7 @@ std::vector<int64_t> ProbedOp::ints(size_t index) const {
   return typed(*this, index, constant(index).isIntList(), "a list of ints").toIntVector();
 }
 bool ProbedOp::is_none(size_t index) const {
-  return index < inputs.size() && inputs[index].is_static() && inputs[index].constant.isNone();
-}
-
-at::Tensor Leaf::tensor(const std::string& name) const {
-  if (!module_.hasattr(name)) return {};
-  c10::IValue v = module_.attr(name);
-  return v.isTensor() ? v.toTensor() : at::Tensor();
+  return index < inputs.size() && inputs[index] && inputs[index]->isNone();
 }
 
 const ProbedOp* Leaf::find_op(const std::vector<std::string>& kinds) const {
@@ -100,12 +96,22 @@ const ProbedOp& Leaf::op(const std::vector<std::string>& kinds) const {
   return *op;
 }
 
-int64_t Leaf::int_attribute(const std::string& name, int64_t fallback) const {
-  if (module_.hasattr(name) && module_.attr(name).isInt()) return module_.attr(name).toInt();
-  auto slot = module_.type()->findConstantSlot(name);
-  if (slot && module_.type()->getConstant(*slot).isInt()) return module_.type()->getConstant(*slot).toInt();
-  return fallback;
+namespace {
+
+at::Tensor module_tensor(const torch::jit::Module& module, const std::string& name) {
+  if (!module.hasattr(name)) return {};
+  c10::IValue v = module.attr(name);
+  return v.isTensor() ? v.toTensor() : at::Tensor();
 }
+
+c10::optional<int64_t> module_int(const torch::jit::Module& module, const std::string& name) {
+  if (module.hasattr(name) && module.attr(name).isInt()) return module.attr(name).toInt();
+  auto slot = module.type()->findConstantSlot(name);
+  if (slot && module.type()->getConstant(*slot).isInt()) return module.type()->getConstant(*slot).toInt();
+  return c10::nullopt;
+}
+
+}  // namespace
 
 void assign(at::Tensor& target, const at::Tensor& source) {
   torch::NoGradGuard no_grad;
@@ -113,22 +119,31 @@ void assign(at::Tensor& target, const at::Tensor& source) {
   target.copy_(source);
 }
 
-std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module, const std::string& python_class,
-                                                     const std::string& path, const std::string& method) {
+namespace {
+
+/// The leaf table by Python class, qualified and public (qfx's exports: torch.nn.Conv2d).
+const std::unordered_map<std::string, LeafBuilder>& leaf_table() {
   static const auto kTable = [] {
     std::unordered_map<std::string, LeafBuilder> table;
     for (const auto* rows : {&weighted_leaf_rows(), &simple_leaf_rows(), &rnn_leaf_rows()}) {
       for (const LeafRow& row : *rows) {
         table.emplace(row.python_class, row.build);
-        table.emplace(public_type_name(row.python_class), row.build);  // qfx's exports: torch.nn.Conv2d
+        table.emplace(public_type_name(row.python_class), row.build);
       }
     }
     return table;
   }();
-  auto it = kTable.find(python_class);
-  if (it == kTable.end()) return nullptr;
-  Probe probe;
-  Leaf leaf(module, probe.run(module, path, method));
+  return kTable;
+}
+
+}  // namespace
+
+bool has_leaf_form(const std::string& python_class) { return leaf_table().count(python_class) != 0; }
+
+std::shared_ptr<torch::nn::Module> build_leaf_module(const Leaf& leaf, const std::string& python_class,
+                                                     const std::string& path) {
+  auto it = leaf_table().find(python_class);
+  if (it == leaf_table().end()) return nullptr;
   std::shared_ptr<torch::nn::Module> built;
   try {
     built = it->second(leaf);
@@ -137,6 +152,16 @@ std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& m
   }
   built->train(leaf.is_training());
   return built;
+}
+
+std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module, const std::string& python_class,
+                                                     const std::string& path, const std::string& method) {
+  if (!has_leaf_form(python_class)) return nullptr;  // no probe walk for a module qfx keeps as TorchScript
+  Probe probe;
+  Leaf leaf(
+      probe.run(module, path, method), [&module](const std::string& name) { return module_tensor(module, name); },
+      [&module](const std::string& name) { return module_int(module, name); }, module.is_training());
+  return build_leaf_module(leaf, python_class, path);
 }
 
 }  // namespace qfx::io::detail

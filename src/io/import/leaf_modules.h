@@ -1,24 +1,28 @@
 #pragma once
-// Leaf modules: a `torch.nn` module in a TorchScript file becomes the LibTorch
+// Leaf modules: a `torch.nn` module of an imported model becomes the LibTorch
 // (or qfx) module of the same kind. Parameters and buffers are copied from the
 // file; hyper-parameters (stride, eps, ...) are read from the ATen ops of the
-// leaf's own forward(), which a probe walk records — traced files keep no
-// other trace of them.
+// leaf's own forward — traced files and exported programs keep no other trace
+// of them. The TorchScript reader records those ops with a probe walk, the
+// `.pt2` reader from the nodes in the leaf's scope.
 
 #include "value.h"
 
+#include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace qfx::io::detail {
 
-/// One ATen op of a leaf's forward, with its inputs (constants where known).
+/// One ATen op of a leaf's forward, with its inputs in schema order
+/// (constants where known, nullopt for computed values).
 struct ProbedOp {
   std::string kind;  ///< "aten::_convolution"
-  std::vector<ImportValue> inputs;
+  std::vector<c10::optional<c10::IValue>> inputs;
 
   const c10::IValue& constant(size_t index) const;
   int64_t to_int(size_t index) const;
@@ -31,10 +35,16 @@ struct ProbedOp {
 /// What a builder knows about one leaf.
 class Leaf {
  public:
-  Leaf(const torch::jit::Module& module, std::vector<ProbedOp> ops) : module_(module), ops_(std::move(ops)) {}
+  /// A parameter or buffer of the leaf by name; undefined when absent or None.
+  using Tensors = std::function<at::Tensor(const std::string& name)>;
+  /// An int attribute or class constant by name, when the file keeps it.
+  using Ints = std::function<c10::optional<int64_t>(const std::string& name)>;
+
+  Leaf(std::vector<ProbedOp> ops, Tensors tensors, Ints ints, bool training)
+      : ops_(std::move(ops)), tensors_(std::move(tensors)), ints_(std::move(ints)), training_(training) {}
 
   /// The parameter or buffer `name`; undefined when absent or None.
-  at::Tensor tensor(const std::string& name) const;
+  at::Tensor tensor(const std::string& name) const { return tensors_(name); }
   /// The first recorded op of one of `kinds`; raises c10::Error if none.
   const ProbedOp& op(const std::vector<std::string>& kinds) const;
   /// The first recorded op of one of `kinds`, or nullptr.
@@ -42,12 +52,16 @@ class Leaf {
   /// Every recorded op, in order.
   const std::vector<ProbedOp>& ops() const { return ops_; }
   /// An int attribute or class constant (scripted modules), or `fallback`.
-  int64_t int_attribute(const std::string& name, int64_t fallback) const;
-  bool is_training() const { return module_.is_training(); }
+  int64_t int_attribute(const std::string& name, int64_t fallback) const {
+    return (ints_ ? ints_(name) : c10::nullopt).value_or(fallback);
+  }
+  bool is_training() const { return training_; }
 
  private:
-  const torch::jit::Module& module_;
   std::vector<ProbedOp> ops_;
+  Tensors tensors_;
+  Ints ints_;
+  bool training_;
 };
 
 /// Builds the module for the TorchScript leaf at `path`, of Python class
@@ -56,6 +70,14 @@ class Leaf {
 /// nullptr for an unsupported class. Errors name the class and the path.
 std::shared_ptr<torch::nn::Module> build_leaf_module(const torch::jit::Module& module, const std::string& python_class,
                                                      const std::string& path, const std::string& method = "forward");
+
+/// Builds the module for `leaf` at `path`, of Python class `python_class`;
+/// nullptr for an unsupported class. Errors name the class and the path.
+std::shared_ptr<torch::nn::Module> build_leaf_module(const Leaf& leaf, const std::string& python_class,
+                                                     const std::string& path);
+
+/// True when the leaf table has a builder for `python_class`.
+bool has_leaf_form(const std::string& python_class);
 
 /// Builders of the leaf table (leaf_builders_*.cpp).
 using LeafBuilder = std::shared_ptr<torch::nn::Module> (*)(const Leaf&);

@@ -1,0 +1,85 @@
+// A torch.export archive (.pt2, made by PyTorch 2) and the TorchScript trace
+// of the same model and weights (made by PyTorch 1.13) read into the same
+// graph: the same code and modules, the same float outputs (those of
+// PyTorch 2's ep.module(), within 1e-5), and the same quantized models and
+// outputs, static on both engines and dynamic. Fixtures: tests/pt2/.
+
+#include "support/fixtures.h"
+
+#include "qfx/backend/builtin_backends.h"
+#include "qfx/io/model_file.h"
+#include "qfx/io/pt2_import.h"
+#include "qfx/io/tensor_io.h"
+#include "qfx/io/torchscript_import.h"
+#include "qfx/ir/interpreter.h"
+#include "qfx/quant/qconfig.h"
+#include "qfx/quant/qconfig_mapping.h"
+#include "qfx/quantize.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace qfx {
+namespace {
+
+std::string pt2_fixture(const std::string& name) { return test::source_file("tests/pt2/fixtures/" + name); }
+
+enum class Flow { kStaticOnednn, kStaticQnnpack, kReference, kDynamic };
+
+/// `gm` quantized by `flow` (calibrated on `x`), then run on `x`.
+at::Tensor quantized_output(ir::GraphModule& gm, const at::Tensor& x, Flow flow) {
+  const char* engine = flow == Flow::kStaticQnnpack ? "qnnpack" : "onednn";
+  test::EngineGuard guard(engine);
+  quant::QConfigMapping mapping =
+      flow == Flow::kDynamic ? quant::QConfigMapping().set_global(*quant::qconfig_preset("default_dynamic_qconfig"))
+                             : quant::get_default_qconfig_mapping(engine);
+  auto backend = flow == Flow::kStaticQnnpack ? backend::get_qnnpack_backend_config()
+                                              : backend::get_native_backend_config();
+  prepare_fx(gm, mapping, backend);
+  ir::Interpreter(gm).run({x});
+  if (flow == Flow::kReference) {
+    convert_to_reference_fx(gm, backend);
+  } else {
+    convert_fx(gm, backend);
+  }
+  return ir::Interpreter(gm).run({x}).toTensor();
+}
+
+class OraclePt2 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OraclePt2, ReadsAsTheTorchScriptTrace) {
+  torch::NoGradGuard no_grad;
+  auto io = io::load_value(pt2_fixture(GetParam() + ".io.pt")).toTuple();
+  at::Tensor x = io->elements().at(0).toTensor(), expected = io->elements().at(1).toTensor();
+  auto pt2 = io::load_model(pt2_fixture(GetParam() + ".pt2"));
+  auto ts = io::import_torchscript(test::fixture("pt2_" + GetParam() + ".pt"));
+  EXPECT_EQ(pt2->code(), ts->code());
+  EXPECT_EQ(pt2->to_string(), ts->to_string());
+  at::Tensor out = ir::Interpreter(*pt2).run({x}).toTensor();
+  EXPECT_TRUE(at::equal(out, ir::Interpreter(*ts).run({x}).toTensor()));
+  EXPECT_LE(test::max_relative_error(out, expected), 1e-5);
+  for (Flow flow : {Flow::kStaticOnednn, Flow::kStaticQnnpack, Flow::kReference, Flow::kDynamic}) {
+    auto pt2_copy = pt2->deep_copy(), ts_copy = ts->deep_copy();
+    at::Tensor q_pt2 = quantized_output(*pt2_copy, x, flow), q_ts = quantized_output(*ts_copy, x, flow);
+    EXPECT_TRUE(at::equal(q_pt2, q_ts)) << static_cast<int>(flow);
+    EXPECT_EQ(pt2_copy->code(), ts_copy->code()) << static_cast<int>(flow);
+    EXPECT_EQ(pt2_copy->to_string(), ts_copy->to_string()) << static_cast<int>(flow);
+  }
+}
+
+TEST_P(OraclePt2, KeepsTheDynamicBatch) {
+  torch::NoGradGuard no_grad;
+  auto io = io::load_value(pt2_fixture(GetParam() + ".io.pt")).toTuple();
+  at::Tensor x = io->elements().at(0).toTensor();
+  auto pt2 = io::import_pt2(pt2_fixture(GetParam() + ".pt2"));
+  at::Tensor wider = at::cat({x, x.flip(0), x}, 0);
+  at::Tensor out = ir::Interpreter(*pt2).run({wider}).toTensor();
+  at::Tensor one = ir::Interpreter(*pt2).run({x}).toTensor();
+  EXPECT_EQ(out.size(0), 3 * x.size(0));
+  EXPECT_LE(test::max_relative_error(out.narrow(0, 0, x.size(0)), one), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, OraclePt2, ::testing::Values("fashion_cnn", "residual", "mlp"));
+
+}  // namespace
+}  // namespace qfx

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Makes the committed .pt2 fixtures with PyTorch 2 (run in the PyTorch 2
+virtual environment, scripts/install-pt2.sh):
+
+    make_fixtures.py OUTDIR
+
+For each model of models.py: NAME.pt2 (torch.export.save of the model, a
+dynamic batch), NAME.weights.npz (its state dict, from which PyTorch 1.13
+traces the same model: tests/oracle/pt2_fixtures.py) and NAME.io.pt (a tuple:
+the example input and ep.module()'s output on it). fashion_cnn carries the demo's
+trained weights (examples/fashion_mnist/fashion_cnn.pt). versions.json records
+what made them.
+"""
+import json
+import os
+import platform
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import models  # noqa: E402
+
+DEMO_WEIGHTS = os.path.join(HERE, '..', '..', 'examples', 'fashion_mnist', 'fashion_cnn.pt')
+
+
+def export(name, out):
+    model = models.build(name)
+    if name == 'fashion_cnn':
+        model.load_state_dict(torch.jit.load(DEMO_WEIGHTS).state_dict())
+    x = models.example_input(name)
+    dynamic = {'x': {0: torch.export.Dim('batch', min=1, max=4096)}} if models.MODELS[name][2] else None
+    ep = torch.export.export(model, (x,), dynamic_shapes=dynamic)
+    torch.export.save(ep, os.path.join(out, f'{name}.pt2'))
+    with torch.no_grad():
+        y = ep.module()(x)
+    torch.save((x, y), os.path.join(out, f'{name}.io.pt'))
+    if name != 'fashion_cnn':  # its weights are the demo's TorchScript file's
+        np.savez(os.path.join(out, f'{name}.weights.npz'),
+                 **{k: v.detach().numpy() for k, v in model.state_dict().items()})
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for name in models.MODELS:
+        export(name, out)
+        print(f'{name}: written to {out}')
+    with open(os.path.join(out, 'versions.json'), 'w') as f:
+        json.dump({'torch': torch.__version__, 'numpy': np.__version__, 'python': platform.python_version()}, f,
+                  indent=1)
+        f.write('\n')
+
+
+if __name__ == '__main__':
+    main()
