@@ -40,9 +40,9 @@ for engine in onednn qnnpack; do
 done
 
 echo
-echo "== int8 from PyTorch 2: the same classifier saved by torch.export.save (.pt2, tests/pt2/make_fixtures.py),"
+echo "== int8 from PyTorch 2: the same classifier saved by torch.export.save (fashion_cnn.pt2, tests/pt2/make_fixtures.py),"
 echo "   quantized with the int8-onednn settings"
-"$qfx" quantize "$here/../tests/pt2/fixtures/fashion_cnn.pt2" -o "$out/fashion_cnn_int8_pt2.pt" --engine onednn \
+"$qfx" quantize "$here/fashion_mnist/fashion_cnn.pt2" -o "$out/fashion_cnn_int8_pt2.pt" --engine onednn \
   --calib "$train" "${norm[@]}" --batch-size 32 --calib-batches 32 --seed 0
 "$qfx" eval "$out/fashion_cnn_int8_pt2.pt" --engine onednn --data "$test" "${norm[@]}" --json "$out/int8_pt2.json"
 

@@ -72,6 +72,12 @@ c10::optional<c10::IValue> coerce(const c10::IValue& value, const c10::TypePtr& 
       }
       return value.type()->isSubtypeOf(*want) ? c10::optional<c10::IValue>(value) : c10::nullopt;
     }
+    case c10::TypeKind::DeviceObjType:  // FX writes devices as strings ('cpu')
+      if (value.isString()) return c10::IValue(c10::Device(value.toStringRef()));
+      return value.isDevice() ? c10::optional<c10::IValue>(value) : c10::nullopt;
+    case c10::TypeKind::ScalarTypeType:
+    case c10::TypeKind::LayoutType:
+    case c10::TypeKind::MemoryFormatType: return value.isInt() ? c10::optional<c10::IValue>(value) : c10::nullopt;
     default: return value.type()->isSubtypeOf(*want) ? c10::optional<c10::IValue>(value) : c10::nullopt;
   }
 }

@@ -39,6 +39,7 @@ import torch
 
 BAD = ('unusable', 'unclean-error', 'no-context', 'signal', 'hang')
 FASHION = '/usr/share/datasets/fashion-mnist'
+PT2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'pt2', 'fixtures', 'residual.pt2')
 
 
 # --- the valid inputs the cases start from --------------------------------------------------------------------
@@ -84,6 +85,8 @@ def make_base(base):
     torch.jit.trace(Cnn().eval(), x).save(f'{base}/cnn.pt')
     torch.jit.trace(Lstm().eval(), x).save(f'{base}/lstm.pt')
     torch.save(torch.rand(32, 1, 28, 28), f'{base}/calib.pt')
+    shutil.copy(PT2, f'{base}/residual.pt2')  # made by PyTorch 2 (tests/pt2/make_fixtures.py)
+    torch.save(torch.rand(8, 3, 32, 32), f'{base}/calib3.pt')
     torch.save([torch.rand(8, 1, 28, 28) for _ in range(3)], f'{base}/calib_list.pt')
     with gzip.open(f'{FASHION}/t10k-images-idx3-ubyte.gz') as f:
         images = f.read()[:16 + 256 * 784]
@@ -273,11 +276,38 @@ def json_text(value, rng):
     return text
 
 
+def mutate_pt2(path, rng):
+    """A .pt2 archive with its program's JSON or a tensor config mutated, or damaged as any archive."""
+    if rng.random() < 0.4:
+        return mutate_archive(path, rng)
+    with zipfile.ZipFile(path) as z:
+        records = [(i.filename, z.read(i.filename)) for i in z.infolist()]
+    targets = [i for i, (name, _) in enumerate(records) if name.endswith('.json')]
+    at = rng.choice(targets)
+    name, payload = records[at]
+    records[at] = (name, json_text(mutate_json(json.loads(payload), rng), rng).encode())
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, 'w') as z:
+        for name, payload in records:
+            z.writestr(name, payload)
+    return out.getvalue()
+
+
 # --- cases ----------------------------------------------------------------------------------------------------
 
 def model_case(base, case, rng):
-    source = rng.choice(['cnn', 'lstm'])
+    source = rng.choice(['cnn', 'lstm', 'residual.pt2'])
     model = f'{case}/model.pt'
+    if source.endswith('.pt2'):
+        model += '2'
+        open(model, 'wb').write(mutate_pt2(f'{base}/{source}', rng))
+        calib = f'{base}/calib3.pt'
+        command = rng.choice(['print', 'quantize', 'run'])
+        if command == 'print':
+            return ['print', model], []
+        if command == 'run':
+            return ['run', model, '--input', calib, '-o', f'{case}/out.pt'], []
+        return ['quantize', model, '-o', f'{case}/out.pt', '--calib', calib, '-q'], [f'{case}/out.pt']
     open(model, 'wb').write(mutate_archive(f'{base}/{source}.pt', rng))
     command = rng.choice(['print', 'quantize', 'quantize-dynamic', 'eval', 'run', 'export'])
     if command == 'print':
@@ -432,11 +462,12 @@ def judge(code, stdout, stderr, models, left_over, args):
         return 'signal', f'signal {-code}'
     lines = stderr.decode(errors='replace').splitlines()
     if code == 0:
+        shape = (2, 3, 32, 32) if any('calib3' in a for a in args) else (2, 1, 28, 28)  # the .pt2 model's input
         for model in models:
             if model.endswith('.pt') and os.path.exists(model):
                 try:
                     m = torch.jit.load(model)
-                    m(torch.rand(2, 1, 28, 28))
+                    m(torch.rand(*shape))
                 except Exception as e:  # noqa: BLE001 - any failure of the output is the finding
                     return 'unusable', f'{model}: {str(e).splitlines()[0][:200]}'
         return 'ok', ''

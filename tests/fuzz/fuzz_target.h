@@ -44,6 +44,12 @@ std::string scratch_file(const std::string& name, std::string_view bytes);
 /// folder tree starts from an empty one).
 void clear_scratch();
 
+/// The zip archive (LibTorch's writer, valid CRCs) of `records`: each
+/// `#qfx-record NAME\n` then its bytes up to the next `\n#qfx-record `; a
+/// `version` record sets the archive's version. Empty when the writer
+/// refuses them (a name twice, a bad version).
+std::string zip_records(std::string_view records);
+
 /// A property of the code under test that does not hold: an exception
 /// that is not c10::Error, so it escapes the target.
 struct Finding : std::logic_error {

@@ -8,8 +8,8 @@ names what it finds. Run by Debian's python3 (it has torch):
 Seeds: the example configs, slices of the built-in BackendConfigs and
 QConfigMappings (from `qfx ... dump`), graphs stated in the tests and printed
 by torch.fx, Fashion-MNIST's first items as IDX, small PNG and JPEG images of
-several kinds, and TorchScript models and torch.save files as records and as
-archives."""
+several kinds, TorchScript models and torch.save files as records and as
+archives, and the committed .pt2 fixtures (tests/pt2/fixtures) as records."""
 import gzip
 import hashlib
 import io
@@ -179,6 +179,8 @@ def main(qfx, corpus):
     for kind, archive in archives():
         write(corpus, "archives", bytes([kind]) + as_records(archive))
         write(corpus, "archives", bytes([kind | 1]) + archive)
+    for pt2 in sorted((ROOT / "tests" / "pt2" / "fixtures").glob("*.pt2")):
+        write(corpus, "pt2_programs", as_records(pt2.read_bytes()))
 
 
 if __name__ == "__main__":

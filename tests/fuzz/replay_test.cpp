@@ -50,7 +50,8 @@ int replay(const std::string& name, qfx::fuzz::TargetFn target, const std::vecto
 TEST(Fuzz, EveryTargetHasASeedCorpus) {
   std::vector<std::string> names;
   for (const auto& [name, fn] : qfx::fuzz::targets()) names.push_back(name);
-  EXPECT_EQ(names, (std::vector<std::string>{"archives", "idx_data", "image_data", "ir_text", "json_configs"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"archives", "idx_data", "image_data", "ir_text", "json_configs",
+                                             "pt2_programs"}));
   for (const auto& name : names) EXPECT_GE(inputs_of("corpus/" + name).size(), 5u) << name;
 }
 

@@ -22,7 +22,11 @@
 namespace qfx {
 namespace {
 
-std::string pt2_fixture(const std::string& name) { return test::source_file("tests/pt2/fixtures/" + name); }
+/// A file of tests/pt2/fixtures; the demo's .pt2 is examples/fashion_mnist/fashion_cnn.pt2.
+std::string pt2_fixture(const std::string& name) {
+  if (name == "fashion_cnn.pt2") return test::source_file("examples/fashion_mnist/fashion_cnn.pt2");
+  return test::source_file("tests/pt2/fixtures/" + name);
+}
 
 enum class Flow { kStaticOnednn, kStaticQnnpack, kReference, kDynamic };
 
@@ -79,7 +83,19 @@ TEST_P(OraclePt2, KeepsTheDynamicBatch) {
   EXPECT_LE(test::max_relative_error(out.narrow(0, 0, x.size(0)), one), 1e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, OraclePt2, ::testing::Values("fashion_cnn", "residual", "mlp"));
+INSTANTIATE_TEST_SUITE_P(Models, OraclePt2, ::testing::Values("fashion_cnn", "residual", "mlp", "lstm", "upsample"));
+
+// PyTorch 2's F.scaled_dot_product_attention, which LibTorch 1.13 lacks, read as its math (docs/pt2.md).
+TEST(OraclePt2Only, AttentionRunsAsEpModule) {
+  torch::NoGradGuard no_grad;
+  auto io = io::load_value(pt2_fixture("attention.io.pt")).toTuple();
+  at::Tensor x = io->elements().at(0).toTensor(), expected = io->elements().at(1).toTensor();
+  auto gm = io::import_pt2(pt2_fixture("attention.pt2"));
+  EXPECT_LE(test::max_relative_error(ir::Interpreter(*gm).run({x}).toTensor(), expected), 1e-5);
+  at::Tensor wider = at::cat({x, x}, 0);
+  EXPECT_LE(test::max_relative_error(ir::Interpreter(*gm).run({wider}).toTensor(), at::cat({expected, expected}, 0)),
+            1e-5);
+}
 
 }  // namespace
 }  // namespace qfx

@@ -108,13 +108,13 @@ TEST(Pt2Errors, NamesTheNodeAtFault) {
   path = edited("qfx_new_op.pt2", json_edit("models/model.json", [](nlohmann::json& v) {
                   for (auto& node : v["graph_module"]["graph"]["nodes"]) {
                     if (node["target"] == "torch.ops.aten.add.Tensor") {
-                      node["target"] = "torch.ops.aten.scaled_dot_product_attention.default";
+                      node["target"] = "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default";
                     }
                   }
                 }));
   EXPECT_EQ(error_of(path), "cannot read '" + path +
-                                "': node 'add': op torch.ops.aten.scaled_dot_product_attention.default has no "
-                                "schema in LibTorch 1.13's ATen");
+                                "': node 'add': op torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default "
+                                "has no schema in LibTorch 1.13's ATen");
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ def weights(name):
 
 
 def write_all(out):
-    for name in models.MODELS:
+    for name in (n for n, row in models.MODELS.items() if row[3]):
         model = models.build(name)
         model.load_state_dict(weights(name))
         traced = torch.jit.trace(model, (models.example_input(name),))

@@ -5,7 +5,7 @@ virtual environment, scripts/install-pt2.sh):
     make_fixtures.py OUTDIR
 
 For each model of models.py: NAME.pt2 (torch.export.save of the model, a
-dynamic batch), NAME.weights.npz (its state dict, from which PyTorch 1.13
+dynamic batch; fashion_cnn.pt2 goes to examples/fashion_mnist/), NAME.weights.npz (its state dict, from which PyTorch 1.13
 traces the same model: tests/oracle/pt2_fixtures.py) and NAME.io.pt (a tuple:
 the example input and ep.module()'s output on it). fashion_cnn carries the demo's
 trained weights (examples/fashion_mnist/fashion_cnn.pt). versions.json records
@@ -33,7 +33,8 @@ def export(name, out):
     x = models.example_input(name)
     dynamic = {'x': {0: torch.export.Dim('batch', min=1, max=4096)}} if models.MODELS[name][2] else None
     ep = torch.export.export(model, (x,), dynamic_shapes=dynamic)
-    torch.export.save(ep, os.path.join(out, f'{name}.pt2'))
+    # the demo's .pt2 beside its TorchScript file (make demo, README)
+    torch.export.save(ep, os.path.join(os.path.dirname(DEMO_WEIGHTS) if name == 'fashion_cnn' else out, f'{name}.pt2'))
     with torch.no_grad():
         y = ep.module()(x)
     torch.save((x, y), os.path.join(out, f'{name}.io.pt'))

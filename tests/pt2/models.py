@@ -81,17 +81,62 @@ class MlpNet(nn.Module):
         return self.out(torch.cat([h, g], 1))
 
 
-# name -> (class, input shape, dynamic batch)
+class LstmNet(nn.Module):
+    """A two-layer LSTM whose output and final state feed a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(32, 4)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        return self.fc(torch.cat([y[:, -1], h[-1]], 1))
+
+
+class UpsampleNet(nn.Module):
+    """Upsampling, average pooling, channel slices and a select."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 6, 3, padding=1)
+        self.conv2 = nn.Conv2d(6, 6, 3, padding=1)
+        self.pool = nn.AvgPool2d(2)
+
+    def forward(self, x):
+        y = F.interpolate(self.conv1(x), scale_factor=2.0, mode='nearest')
+        y = self.pool(F.relu(self.conv2(y)))
+        return torch.cat([y[:, :3], y[:, 3:] * y[:, 0:1]], 1)
+
+
+class AttentionNet(nn.Module):
+    """F.scaled_dot_product_attention (PyTorch 2's; 1.13 has none) between Linear projections."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+        self.out = nn.Linear(16, 16)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).view(x.size(0), x.size(1), 3, 2, 8).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v)
+        return self.out(y.transpose(1, 2).reshape(x.size(0), x.size(1), 16))
+
+
+# name -> (class, input shape, dynamic batch, PyTorch 1.13 traces it too)
 MODELS = {
-    "fashion_cnn": (FashionCNN, (4, 1, 28, 28), True),
-    "residual": (ResidualNet, (2, 3, 32, 32), True),
-    "mlp": (MlpNet, (3, 3, 4), True),
+    "fashion_cnn": (FashionCNN, (4, 1, 28, 28), True, True),
+    "residual": (ResidualNet, (2, 3, 32, 32), True, True),
+    "mlp": (MlpNet, (3, 3, 4), True, True),
+    "lstm": (LstmNet, (2, 5, 8), True, True),
+    "upsample": (UpsampleNet, (2, 3, 8, 8), True, True),
+    "attention": (AttentionNet, (2, 6, 16), True, False),
 }
 
 
 def build(name, seed=0):
     """The model `name` with seeded weights and non-trivial BatchNorm statistics, in eval mode."""
-    cls, shape, _ = MODELS[name]
+    cls = MODELS[name][0]
     torch.manual_seed(seed)
     model = cls()
     for m in model.modules():

@@ -99,6 +99,10 @@ class GraphBuilder {
   /// or the arguments fit neither the target nor its fallback.
   ir::Node* call_mapped(const std::string& aten, const std::vector<c10::Argument>& schema,
                         const std::vector<OpInput>& inputs);
+  /// A call of `target` (`torch.ops.aten.arange`) with the schema's arguments: positional ones
+  /// (trailing defaults left out) as args, keyword-only ones not at their default as kwargs.
+  ir::Node* call_op(const std::string& target, const std::vector<c10::Argument>& schema,
+                    const std::vector<OpInput>& inputs);
   /// A Python function FX records as one node (`torch.nn.functional.relu`):
   /// its leading tensors positionally, the rest by keyword unless at their default.
   ir::Node* call_torch_function(const std::string& name, const std::vector<c10::Argument>& schema,

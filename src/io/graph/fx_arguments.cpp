@@ -104,8 +104,10 @@ ir::Node* GraphBuilder::call_mapped(const std::string& aten, const std::vector<c
   std::vector<int> order = m->order.empty() ? all_indices(inputs.size()) : m->order;
   for (size_t i = 0; i < inputs.size(); ++i) {
     bool selected = std::find(order.begin(), order.end(), static_cast<int>(i)) != order.end();
-    // ATen's cudnn_enabled (batch_norm, instance_norm) is torch.backends.cudnn.enabled, no argument of F's
-    if (!selected && !is_default(schema[i], inputs[i]) && schema[i].name() != "cudnn_enabled") {
+    // ATen's cudnn_enabled (batch_norm, instance_norm) and cudnn_enable (layer_norm, group_norm) are
+    // torch.backends.cudnn.enabled, no argument of F's
+    bool cudnn = schema[i].name() == "cudnn_enabled" || schema[i].name() == "cudnn_enable";
+    if (!selected && !is_default(schema[i], inputs[i]) && !cudnn) {
       fail("cannot express argument '" + schema[i].name() + "' of " + aten);
     }
   }
@@ -118,6 +120,12 @@ ir::Node* GraphBuilder::call_mapped(const std::string& aten, const std::vector<c
     target = m->fallback;
   }
   return call_node(m->op, target, schema, inputs, split.positional, split.keyword, m->inplace);
+}
+
+ir::Node* GraphBuilder::call_op(const std::string& target, const std::vector<c10::Argument>& schema,
+                                const std::vector<OpInput>& inputs) {
+  ArgumentSplit split = split_arguments(schema, inputs, all_indices(inputs.size()));
+  return call_node(ir::Opcode::kCallFunction, target, schema, inputs, split.positional, split.keyword, false);
 }
 
 ir::Node* GraphBuilder::call_torch_function(const std::string& name, const std::vector<c10::Argument>& schema,

@@ -7,6 +7,7 @@
 #include "program_reader.h"
 
 #include "arguments.h"
+#include "aten_calls.h"
 #include "io/import/leaf_modules.h"
 #include "qfx/io/graph_builder.h"
 #include "qfx/ir/aten_ops.h"
@@ -96,6 +97,19 @@ class ProgramReader {
     inputs();
     for (size_t i = 0; i < nodes.size();) i = read_from(nodes, i);
     outputs();
+    drop_unused_sizes();
+  }
+
+  /// x.size(d) nodes no node reads: sizes the program computed for a leaf's own use
+  /// (an LSTM's initial state), which its call does not take.
+  void drop_unused_sizes() {
+    std::vector<ir::Node*> unused;
+    for (ir::Node* node : b_.module().graph().nodes()) {
+      if (node->op() == ir::Opcode::kCallMethod && node->target() == "size" && node->users().empty()) {
+        unused.push_back(node);
+      }
+    }
+    for (ir::Node* node : unused) b_.module().graph().erase_node(node);
   }
 
  private:
@@ -248,15 +262,116 @@ class ProgramReader {
       return;
     }
     c10::OperatorName op = aten_name(target);
-    if (op.name == "aten::sym_size") {  // x.size(d) of a dynamic dimension
-      const json& inputs = node.at("inputs");
-      bind(node, b_.call(ir::Opcode::kCallMethod, "size",
-                         {graph_argument(inputs.at(0).at("arg"), nullptr), graph_argument(inputs.at(1).at("arg"), nullptr)}));
+    if (is_newer_op(op.name)) {
+      ir::Node* result = call_special(b_, op.name, program_args(node));
+      if (result == nullptr) fail("unsupported op " + target);
+      bind(node, result);
       return;
     }
     const c10::FunctionSchema& schema = schema_of(node, op);
-    if (ir::find_op_mapping(op.name) == nullptr) fail("unsupported op " + target);
-    bind(node, b_.call_mapped(op.name, schema.arguments(), op_inputs(node, schema)));
+    std::string written = written_value(node, schema);
+    std::vector<OpInput> inputs = op_inputs(node, schema);
+    ir::Node* result = call_special(b_, op.name, schema_args(node, schema, inputs));
+    if (result == nullptr && ir::find_op_mapping(op.name) != nullptr) {
+      result = b_.call_mapped(op.name, schema.arguments(), inputs);
+    } else if (result == nullptr && !written.empty() && op.name.back() == '_') {
+      // x.detach_() as torch.ops.aten.detach(x): the out-of-place op FX's functional form records
+      std::string pure = op.name.substr(0, op.name.size() - 1);
+      const c10::FunctionSchema& functional = schema_of(node, {pure, op.overload_name});
+      result = call_torch_op(b_, pure, functional.arguments(), op_inputs(node, functional));
+    } else if (result == nullptr) {
+      result = call_torch_op(b_, op.name, schema.arguments(), inputs);
+    }
+    bind(node, result);
+    if (!written.empty()) values_[written].arg = result;  // later reads of the written tensor read the result
+    if (!schema.returns().empty() && schema.returns()[0].alias_info() != nullptr && written.empty()) {
+      views_.insert(node.at("name").get<std::string>());
+      for (const json& output : node.at("outputs")) {
+        for (const std::string& name : value_names(output)) views_.insert(name);
+      }
+    }
+  }
+
+  /// The value an in-place op writes (`out += x` as aten.add_), read as the op's out-of-place
+  /// form (FX's); empty for other ops. An error for a write FX cannot express: into a view of
+  /// another tensor (`x[i] = v`) or into a parameter or buffer.
+  std::string written_value(const json& node, const c10::FunctionSchema& schema) {
+    if (!schema.is_mutable()) return "";
+    for (const c10::Argument& a : schema.arguments()) {
+      if (a.alias_info() == nullptr || !a.alias_info()->isWrite()) continue;
+      const json* v = given(node, a.name());
+      std::string name = v != nullptr && argument_kind(*v) == "as_tensor" ? v->at("as_tensor").at("name").get<std::string>() : "";
+      if (name.empty() || views_.count(name) != 0) {
+        fail("in-place op " + node.at("target").get<std::string>() +
+             " on a view (an assignment such as `x[i] = v` in the model's forward): qfx reads it from TorchScript "
+             "traces, not yet from .pt2 programs");
+      }
+      if (!values_[name].state.empty()) fail("in-place op writes " + values_[name].state + ", a tensor of the model");
+      return name;
+    }
+    return "";
+  }
+
+  /// The last size of tensor `name` when the program records it as a number.
+  c10::optional<int64_t> last_size(const std::string& name) const {
+    auto values = graph_.find("tensor_values");
+    if (values == graph_.end() || !values->contains(name)) return c10::nullopt;
+    const json& sizes = values->at(name).at("sizes");
+    if (sizes.empty() || !sizes.back().contains("as_int")) return c10::nullopt;
+    return sizes.back().at("as_int").get<int64_t>();
+  }
+
+  /// The node's input `name` as the program gives it, or nullptr.
+  static const json* given(const json& node, const std::string& name) {
+    for (const json& input : node.at("inputs")) {
+      if (input.at("name").get<std::string>() == name) return &input.at("arg");
+    }
+    return nullptr;
+  }
+
+  /// Arguments of an op LibTorch 1.13 has no schema of, by the program's names (absent: None).
+  NamedArgs program_args(const json& node) {
+    NamedArgs a;
+    a.arg = [this, &node](const std::string& name) {
+      const json* v = given(node, name);
+      return v == nullptr ? ir::Argument() : graph_argument(*v, nullptr);
+    };
+    a.constant = [&node](const std::string& name) {
+      const json* v = given(node, name);
+      return v == nullptr ? c10::make_optional(c10::IValue()) : constant_of(*v);
+    };
+    a.last_size = [this, &node](const std::string& name) -> c10::optional<int64_t> {
+      const json* v = given(node, name);
+      if (v == nullptr || argument_kind(*v) != "as_tensor") return c10::nullopt;
+      return last_size(v->at("as_tensor").at("name").get<std::string>());
+    };
+    a.has = [&node](const std::string& name) { return given(node, name) != nullptr; };
+    a.is_bool = [this, &node](const std::string& name) {
+      const json* v = given(node, name);
+      if (v == nullptr || argument_kind(*v) != "as_tensor") return false;
+      auto values = graph_.find("tensor_values");
+      std::string tensor = v->at("as_tensor").at("name").get<std::string>();
+      return values != graph_.end() && values->contains(tensor) && values->at(tensor).value("dtype", 0) == 12;
+    };
+    return a;
+  }
+
+  /// Arguments by schema name, read from the normalized `inputs`.
+  NamedArgs schema_args(const json& node, const c10::FunctionSchema& schema, const std::vector<OpInput>& inputs) {
+    NamedArgs a = program_args(node);
+    auto index = [&schema, this](const std::string& name) {
+      auto i = schema.argumentIndexWithName(name);
+      if (!i) fail("internal: " + schema.name() + " has no argument '" + name + "'");
+      return *i;
+    };
+    a.arg = [this, &schema, &inputs, index](const std::string& name) {
+      size_t i = index(name);
+      const OpInput& in = inputs[i];
+      return in.value ? in.value(schema.arguments()[i].real_type()) : b_.constant(*in.constant, schema.arguments()[i].real_type());
+    };
+    a.constant = [&inputs, index](const std::string& name) { return inputs[index(name)].constant; };
+    a.has = [&schema](const std::string& name) { return schema.argumentIndexWithName(name).has_value(); };
+    return a;
   }
 
   /// The values a node makes: its result, or getitems of it.
@@ -289,14 +404,16 @@ class ProgramReader {
     for (size_t i = begin; i < end; ++i) {
       const json& node = nodes[i];
       c10::OperatorName op = aten_name(node.at("target").get<std::string>());
-      if (!op.name.empty() && op.name != "aten::sym_size") {
+      if (!op.name.empty() && !is_newer_op(op.name)) {
         detail::ProbedOp probed{op.name, {}};
         for (const OpInput& in : op_inputs(node, schema_of(node, op))) probed.inputs.push_back(in.constant);
         ops.push_back(std::move(probed));
       }
       for (const json& input : node.at("inputs")) {
         for (const std::string& name : value_names(input.at("arg"))) {
-          if (made.count(name) != 0 || owned_by(name, module.path)) continue;
+          if (made.count(name) != 0 || owned_by(name, module.path)) continue;  // the leaf's own
+          if (values_.count(name) == 0) fail("value '" + name + "' is used before any node makes it");
+          if (!is_tensor(name)) continue;  // a size computed outside the leaf (its initial state's batch)
           if (std::find(args.begin(), args.end(), name) == args.end()) args.push_back(name);
         }
       }
@@ -321,7 +438,8 @@ class ProgramReader {
       auto use = last_use_.find(name);
       if (use != last_use_.end() && use->second >= static_cast<int>(end)) escaping.push_back(name);
     }
-    if (escaping.size() > 1) {
+    const json* recurrent = recurrent_op(nodes, begin, end);
+    if (escaping.size() > 1 && recurrent == nullptr) {
       fail("module '" + module.path + "' (" + public_type_name(module.type) + ") gives " +
            std::to_string(escaping.size()) + " values to the rest of the program; qfx reads leaves that give one");
     }
@@ -330,7 +448,41 @@ class ProgramReader {
     for (const std::string& name : args) call_args.push_back(value(name));
     ir::Node* call = b_.call_module(
         module.path, [&built] { return built; }, std::move(call_args));
+    if (recurrent != nullptr) return bind_recurrent(*recurrent, call, escaping);
     for (const std::string& name : escaping) values_[name].arg = call;
+  }
+
+  /// The recurrent op (aten.lstm, aten.gru, aten.rnn_*) among nodes [begin, end), or nullptr.
+  static const json* recurrent_op(const json& nodes, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      std::string op = aten_name(nodes[i].at("target").get<std::string>()).name;
+      if (op == "aten::lstm" || op == "aten::gru" || op == "aten::rnn_tanh" || op == "aten::rnn_relu") return &nodes[i];
+    }
+    return nullptr;
+  }
+
+  /// FX's unpacking of a recurrent module's result: `out, (h, c) = self.lstm(x)`, `out, h = self.gru(x)`.
+  void bind_recurrent(const json& op, ir::Node* call, const std::vector<std::string>& escaping) {
+    bool lstm = aten_name(op.at("target").get<std::string>()).name == "aten::lstm";
+    ir::Node* state = nullptr;
+    const json& outputs = op.at("outputs");
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      for (const std::string& name : value_names(outputs[k])) {
+        if (std::find(escaping.begin(), escaping.end(), name) == escaping.end()) continue;
+        if (k == 0 || !lstm) {
+          values_[name].arg = b_.getitem(call, static_cast<int64_t>(k));
+          continue;
+        }
+        if (state == nullptr) state = b_.getitem(call, 1);
+        values_[name].arg = b_.getitem(state, static_cast<int64_t>(k) - 1);
+      }
+    }
+  }
+
+  /// True when the program records `name` as a tensor (not a symbolic size).
+  bool is_tensor(const std::string& name) const {
+    auto values = graph_.find("tensor_values");
+    return values == graph_.end() || values->contains(name);
   }
 
   /// True for a parameter, buffer or constant of the module at `path`.
@@ -358,6 +510,7 @@ class ProgramReader {
   const json& graph_;
   GraphBuilder b_;
   std::map<std::string, Value> values_;
+  std::set<std::string> views_;  // values that are views of others (slices, transposes, ...)
   std::map<std::string, int> last_use_;
   std::string where_;
   int depth_ = 0;

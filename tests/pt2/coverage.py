@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""The .pt2 coverage run (make test-pt2): each model of coverage_models.py
+exported by PyTorch 2 (torch.export.save), then read by qfx: its float run
+against ep.module() (max relative error), and quantized (onednn default
+mapping on qnnpack, calibrated on the example input, nodes whose kernels fail
+left float) with the SQNR of the int8 model's output against float, run by
+PyTorch 1.13. Writes coverage.json and coverage.md (the table of
+docs/coverage.md); with --check, exits 1 when a row is not what
+coverage_expected.json says ("ok": read within 1e-5 of ep.module() and
+quantized; else the start of its error).
+
+    coverage.py QFX OUTDIR [--check EXPECTED.json] [NAME ...]
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import coverage_models  # noqa: E402
+
+
+def sqnr(ref, x):
+    noise = (ref - x).float().pow(2).sum().item()
+    return math.inf if noise == 0 else 10 * math.log10(ref.float().pow(2).sum().item() / noise)
+
+
+def qfx(binary, *args):
+    """qfx's exit status and its error line."""
+    r = subprocess.run([binary, *args], capture_output=True, text=True)
+    errors = [line for line in r.stderr.splitlines() if line.startswith('qfx: error: ')]
+    return r.returncode, (errors[-1][len('qfx: error: '):] if errors else r.stderr.strip()[-300:])
+
+
+RUN_INT8 = """
+import sys, torch
+torch.backends.quantized.engine = 'qnnpack'
+y = torch.jit.load(sys.argv[1])(torch.load(sys.argv[2]))
+while not isinstance(y, torch.Tensor):
+    y = next(iter(y.values())) if isinstance(y, dict) else y[0]
+torch.save(y, sys.argv[3])
+"""
+
+
+def first_tensor(y):
+    """A model's first output tensor (segmenters return {'out': ..., 'aux': ...}, transformers tuples)."""
+    while not isinstance(y, torch.Tensor):
+        y = next(iter(y.values())) if isinstance(y, dict) else y[0]
+    return y
+
+
+def row(binary, out, name):
+    model, x = coverage_models.build(name)
+    result = {'model': name}
+    start = time.time()
+    try:
+        ep = torch.export.export(model, (x,))
+    except Exception as e:  # noqa: BLE001 - PyTorch's own export failing is a row too
+        result['export_error'] = str(e).splitlines()[0][:200]
+        return result
+    path = os.path.join(out, f'{name}.pt2')
+    torch.export.save(ep, path)
+    with torch.no_grad():
+        y = ep.module()(x)
+    y = first_tensor(y)
+    torch.save(x, os.path.join(out, f'{name}.input.pt'))
+    result['export_s'] = round(time.time() - start, 2)
+    code, error = qfx(binary, 'run', path, '--input', os.path.join(out, f'{name}.input.pt'), '-o',
+                      os.path.join(out, f'{name}.float.pt'), '--force')
+    if code:
+        result['error'] = error
+        return result
+    got = first_tensor(torch.load(os.path.join(out, f'{name}.float.pt')))
+    result['float_rel_error'] = ((got - y).abs().max() / y.abs().max().clamp_min(1e-12)).item()
+    code, error = qfx(binary, 'quantize', path, '-o', os.path.join(out, f'{name}_int8.pt'), '--engine', 'qnnpack',
+                      '--backend', 'qnnpack', '--calib', os.path.join(out, f'{name}.input.pt'), '-q', '--force',
+                      '--fallback-on-failure')
+    if code:
+        result['quantize_error'] = error
+        return result
+    # the int8 TorchScript file, run by PyTorch 1.13 (Debian's python3-torch)
+    r = subprocess.run(['/usr/bin/python3', '-c', RUN_INT8, os.path.join(out, f'{name}_int8.pt'),
+                        os.path.join(out, f'{name}.input.pt'), os.path.join(out, f'{name}.int8.pt')],
+                       capture_output=True, text=True)
+    if r.returncode:
+        result['run_int8_error'] = r.stderr.strip().splitlines()[-1][:200]
+        return result
+    q = first_tensor(torch.load(os.path.join(out, f'{name}.int8.pt')))
+    result['sqnr_db'] = round(sqnr(y, q), 2)
+    return result
+
+
+def status(r):
+    """'ok', or the row's first error."""
+    for key in ('export_error', 'error', 'quantize_error', 'run_int8_error'):
+        if key in r:
+            return r[key]
+    return 'ok' if r['float_rel_error'] <= 1e-5 else f"float error {r['float_rel_error']:.2e}"
+
+
+def table(rows):
+    lines = ['| model | reads | float vs ep.module() | int8 SQNR (dB) | status |', '|---|---|---|---|---|']
+    for r in rows:
+        reads = 'yes' if 'float_rel_error' in r else 'no'
+        rel = f"{r['float_rel_error']:.1e}" if 'float_rel_error' in r else ''
+        text = status(r)
+        lines.append(f"| {r['model']} | {reads} | {rel} | {r.get('sqnr_db', '')} | "
+                     f"{'ok' if text == 'ok' else text.replace('|', '/')[:160]} |")
+    return '\n'.join(lines) + '\n'
+
+
+def main():
+    args = sys.argv[1:]
+    expected = None
+    if '--check' in args:
+        at = args.index('--check')
+        expected = json.load(open(args[at + 1]))
+        del args[at:at + 2]
+    binary, out, names = args[0], args[1], args[2:] or coverage_models.NAMES
+    os.makedirs(out, exist_ok=True)
+    rows = []
+    for name in names:
+        r = row(binary, out, name)
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+    json.dump(rows, open(os.path.join(out, 'coverage.json'), 'w'), indent=1)
+    open(os.path.join(out, 'coverage.md'), 'w').write(table(rows))
+    print(table(rows))
+    if expected is not None:
+        wrong = [(r['model'], status(r)) for r in rows if not status(r).startswith(expected[r['model']])]
+        for model, got in wrong:
+            print(f'{model}: expected {expected[model]!r}, got {got!r}')
+        sys.exit(1 if wrong else 0)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,98 @@
+"""The coverage table's models (docs/coverage.md), built in PyTorch 2 with
+random weights (nothing is downloaded): torchvision's classifiers and
+segmenters, an LSTM language model, a TransformerEncoder, and transformers'
+models built from their configs. Each: (model in eval mode, example input,
+dynamic shapes for torch.export)."""
+import torch
+import torch.nn as nn
+
+
+class LstmLm(nn.Module):
+    def __init__(self, vocab=100, dim=32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, dim, num_layers=2, batch_first=True)
+        self.out = nn.Linear(dim, vocab)
+
+    def forward(self, tokens):
+        y, _ = self.lstm(self.embed(tokens))
+        return self.out(y)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
+def torchvision_model(name, shape):
+    import torchvision
+    fn = getattr(torchvision.models, name, None) or getattr(torchvision.models.segmentation, name, None) \
+        or getattr(torchvision.models.video, name)
+    import inspect
+    backbone = 'weights_backbone' in inspect.signature(fn).parameters  # segmenters: no pretrained backbone either
+    model = fn(weights=None, weights_backbone=None) if backbone else fn(weights=None)
+    return model, torch.randn(*shape)
+
+
+class Logits(nn.Module):
+    """A transformers model's first output (its logits or last hidden state)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)[0]
+
+
+def transformers_model(name):
+    import transformers as t
+    if name == 'bert':
+        cfg = t.BertConfig(num_hidden_layers=2)
+        return Logits(t.BertModel(cfg)), torch.randint(0, cfg.vocab_size, (2, 16))
+    if name == 'distilbert':
+        cfg = t.DistilBertConfig(n_layers=2)
+        return Logits(t.DistilBertModel(cfg)), torch.randint(0, cfg.vocab_size, (2, 16))
+    if name == 'gpt2':
+        cfg = t.GPT2Config(n_layer=2)
+        return Logits(t.GPT2Model(cfg)), torch.randint(0, cfg.vocab_size, (2, 16))
+    if name == 'vit':
+        cfg = t.ViTConfig(num_hidden_layers=2)
+        return Logits(t.ViTModel(cfg)), torch.randn(2, 3, 224, 224)
+    if name == 'whisper_encoder':
+        cfg = t.WhisperConfig(encoder_layers=2, decoder_layers=2)
+        return Logits(t.WhisperModel(cfg).encoder), torch.randn(2, cfg.num_mel_bins, 3000)
+    raise KeyError(name)
+
+
+TORCHVISION = {
+    'resnet18': (1, 3, 224, 224), 'resnet50': (1, 3, 224, 224), 'mobilenet_v2': (1, 3, 224, 224),
+    'mobilenet_v3_large': (1, 3, 224, 224), 'efficientnet_b0': (1, 3, 224, 224), 'convnext_tiny': (1, 3, 224, 224),
+    'regnet_y_400mf': (1, 3, 224, 224), 'vit_b_16': (1, 3, 224, 224), 'swin_t': (1, 3, 224, 224),
+    'deeplabv3_mobilenet_v3_large': (1, 3, 224, 224), 'lraspp_mobilenet_v3_large': (1, 3, 224, 224),
+    'fcn_resnet50': (1, 3, 224, 224), 'r3d_18': (1, 3, 8, 112, 112),
+}
+OTHERS = ['lstm_lm', 'transformer_encoder', 'bert', 'distilbert', 'gpt2', 'vit', 'whisper_encoder']
+NAMES = list(TORCHVISION) + OTHERS
+
+
+def build(name):
+    torch.manual_seed(0)
+    if name in TORCHVISION:
+        model, x = torchvision_model(name, TORCHVISION[name])
+    elif name == 'lstm_lm':
+        model, x = LstmLm(), torch.randint(0, 100, (2, 12))
+    elif name == 'transformer_encoder':
+        model, x = Encoder(), torch.randn(2, 10, 32)
+    else:
+        model, x = transformers_model(name)
+    for m in model.modules():  # zero-initialized heads (torchvision's ViT) would make every output 0
+        if isinstance(m, nn.Linear) and not m.weight.any():
+            nn.init.normal_(m.weight, std=0.02)
+    return model.eval(), x
