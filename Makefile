@@ -13,7 +13,7 @@ FUZZ_DIR ?= build-fuzz
 SECONDS ?= 60
 FUZZ_TARGETS ?=
 
-.PHONY: all deps configure build test sanitize-build test-sanitize fuzz fuzz-merge demo clean
+.PHONY: all deps configure build test test-pt2 sanitize-build test-sanitize fuzz fuzz-merge demo clean
 
 all: build
 
@@ -28,6 +28,17 @@ build: configure
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# The PyTorch 2 door against PyTorch 2 itself (docs/pt2.md), apart from `make test`: the venv of
+# scripts/install-pt2.sh (PyPI, about 2.8 GB to download, 4.8 GB installed), the coverage run (torchvision,
+# transformers and other models exported by torch.export, read by qfx, checked against ep.module() and
+# quantized: the table of docs/pt2.md, each row as tests/pt2/coverage_expected.json says) and the README's
+# Python example.
+PT2_VENV ?= /opt/qfx-pt2
+test-pt2: build
+	python=$$(./scripts/install-pt2.sh $(PT2_VENV)) && \
+	  $$python tests/pt2/coverage.py $(BUILD_DIR)/bin/qfx $(BUILD_DIR)/pt2-coverage --check tests/pt2/coverage_expected.json && \
+	  ./tests/cli/readme_test.sh $(BUILD_DIR)/bin/qfx $(BUILD_DIR)/bin/api_tour $(CURDIR) /usr/bin/python3 $$python
 
 # The unit and CLI tests on a build with AddressSanitizer (LeakSanitizer
 # included) and UndefinedBehaviorSanitizer, -O1; any report fails the test.

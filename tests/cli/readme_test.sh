@@ -5,13 +5,15 @@
 # examples/api_tour/main.cpp and its program runs, the ```cmake lines are those
 # of examples/cpp_api/CMakeLists.txt (which the install test builds). The
 # Quick start block's `make demo` / `make test` are Makefile targets (the demo
-# test runs the demo's script; `make test` is this suite).
-#   readme_test.sh QFX_BINARY API_TOUR_BINARY SOURCE_DIR PYTHON
+# test runs the demo's script; `make test` is this suite). The ```python
+# blocks (PyTorch 2) run too when PT2_PYTHON is given (make test-pt2).
+#   readme_test.sh QFX_BINARY API_TOUR_BINARY SOURCE_DIR PYTHON [PT2_PYTHON]
 set -euo pipefail
 qfx=$1
 api_tour=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 source_dir=$3
 python=$4
+pt2_python=${5:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -26,6 +28,9 @@ open(os.path.join(work, 'examples.sh'), 'w').write('set -euo pipefail\n' + '\n'.
 cpp = [body for lang, body in blocks if lang == 'cpp']
 assert len(cpp) == 1, 'one C++ block'
 open(os.path.join(work, 'tour.cpp'), 'w').write(cpp[0])
+py = [body for lang, body in blocks if lang == 'python']
+assert py, 'the PyTorch 2 example'
+open(os.path.join(work, 'examples.py'), 'w').write('\n'.join(py))
 cmake = [body for lang, body in blocks if lang == 'cmake']
 open(os.path.join(work, 'cmake.txt'), 'w').write(''.join(cmake))
 PY
@@ -43,9 +48,15 @@ ln -s "$source_dir/tools" "$work/run/tools"
 ln -s "$(cd "$(dirname "$qfx")" && pwd)/$(basename "$qfx")" "$work/bin/qfx"
 (cd "$work/run" && PATH="$work/bin:$PATH" bash "$work/examples.sh") >"$work/log.txt" 2>&1 ||
   { tail -30 "$work/log.txt"; echo "a README example failed"; exit 1; }
+if [ -n "$pt2_python" ]; then
+  (cd "$work/run" && PATH="$work/bin:$PATH" "$pt2_python" "$work/examples.py") >"$work/log_py.txt" 2>&1 ||
+    { tail -30 "$work/log_py.txt"; echo "the README's PyTorch 2 example failed"; exit 1; }
+  [ -s "$work/run/net_int8.pt" ] || { echo "README's PyTorch 2 example did not write net_int8.pt"; exit 1; }
+  echo "README's PyTorch 2 example ran"
+fi
 for f in cnn_int8.pt quantize.json quantize.html float.json int8.json compare.json report.json report.html \
          cnn_qat.pt graph.json logits.pt onednn_qconfig.json qnnpack.json backends.md cnn_custom.pt \
-         cnn_int8.onnx cnn_float.onnx int8_onnx.json float_onnx.json; do
+         cnn_int8.onnx cnn_float.onnx int8_onnx.json float_onnx.json cnn_pt2.txt cnn_pt2_int8.pt pt2_int8.json; do
   [ -s "$work/run/$f" ] || { echo "README example did not write $f"; exit 1; }
 done
 "$python" - "$work/run" <<'PY'

@@ -47,6 +47,52 @@ torch.save(y, sys.argv[3])
 """
 
 
+TRACE_113 = """
+import sys, numpy, torch, torchvision
+torch.manual_seed(0)
+name, weights, example, out = sys.argv[1:]
+fn = getattr(torchvision.models, name, None) or getattr(torchvision.models.segmentation, name, None) \\
+    or getattr(torchvision.models.video, name)
+kwargs = {'weights_backbone': None} if 'segmentation' in fn.__module__ else {}
+model = fn(weights=None, **kwargs).eval()
+with numpy.load(weights) as w:
+    model.load_state_dict({k: torch.from_numpy(w[k].copy()) for k in w.files})
+torch.jit.trace(model, (torch.load(example),), strict=False).save(out)
+"""
+
+
+def agreement(binary, out, name, model):
+    """The same torchvision model and weights traced by PyTorch 1.13 (Debian's torchvision 0.14): qfx reads the
+    trace and the .pt2 into the same code, float outputs and quantized outputs."""
+    weights = os.path.join(out, f'{name}.weights.npz')
+    import numpy
+    numpy.savez(weights, **{k: v.detach().numpy() for k, v in model.state_dict().items()})
+    traced = os.path.join(out, f'{name}.pt')
+    r = subprocess.run(['/usr/bin/python3', '-c', TRACE_113, name, weights, os.path.join(out, f'{name}.input.pt'),
+                        traced], capture_output=True, text=True)
+    if r.returncode:
+        return 'no 1.13 trace: ' + r.stderr.strip().splitlines()[-1][:120]
+    codes = [subprocess.run([binary, 'print', f], capture_output=True, text=True).stdout
+             for f in (traced, os.path.join(out, f'{name}.pt2'))]
+    if codes[0] != codes[1]:
+        return 'graphs differ'
+    for suffix in ('float', 'int8'):
+        files = []
+        for f in (traced, os.path.join(out, f'{name}.pt2')):
+            target = f + f'.{suffix}.out'
+            if suffix == 'float':
+                qfx(binary, 'run', f, '--input', os.path.join(out, f'{name}.input.pt'), '-o', target, '--force')
+            else:
+                q = f + '.int8.pt'
+                qfx(binary, 'quantize', f, '-o', q, '--engine', 'qnnpack', '--backend', 'qnnpack', '--calib',
+                    os.path.join(out, f'{name}.input.pt'), '-q', '--force', '--fallback-on-failure')
+                subprocess.run(['/usr/bin/python3', '-c', RUN_INT8, q, os.path.join(out, f'{name}.input.pt'), target])
+            files.append(first_tensor(torch.load(target)) if os.path.exists(target) else None)
+        if files[0] is None or files[1] is None or not torch.equal(files[0], files[1]):
+            return f'{suffix} outputs differ'
+    return 'bit-identical'
+
+
 def first_tensor(y):
     """A model's first output tensor (segmenters return {'out': ..., 'aux': ...}, transformers tuples)."""
     while not isinstance(y, torch.Tensor):
@@ -92,6 +138,8 @@ def row(binary, out, name):
         return result
     q = first_tensor(torch.load(os.path.join(out, f'{name}.int8.pt')))
     result['sqnr_db'] = round(sqnr(y, q), 2)
+    if name in coverage_models.TORCHVISION:
+        result['torchscript'] = agreement(binary, out, name, model)
     return result
 
 
@@ -104,12 +152,13 @@ def status(r):
 
 
 def table(rows):
-    lines = ['| model | reads | float vs ep.module() | int8 SQNR (dB) | status |', '|---|---|---|---|---|']
+    lines = ['| model | reads | float vs ep.module() | int8 SQNR (dB) | same as from TorchScript | status |',
+             '|---|---|---|---|---|---|']
     for r in rows:
         reads = 'yes' if 'float_rel_error' in r else 'no'
         rel = f"{r['float_rel_error']:.1e}" if 'float_rel_error' in r else ''
         text = status(r)
-        lines.append(f"| {r['model']} | {reads} | {rel} | {r.get('sqnr_db', '')} | "
+        lines.append(f"| {r['model']} | {reads} | {rel} | {r.get('sqnr_db', '')} | {r.get('torchscript', '')} | "
                      f"{'ok' if text == 'ok' else text.replace('|', '/')[:160]} |")
     return '\n'.join(lines) + '\n'
 

@@ -30,6 +30,15 @@ class Encoder(nn.Module):
         return self.head(self.encoder(x))
 
 
+def settle_batch_norm(model, x):
+    """BatchNorm statistics of random data, as a trained model has them for its data: with the initial ones
+    (mean 0, variance 1), a random MobileNet's activations vanish layer by layer and its outputs are ~1e-9."""
+    model.train()
+    with torch.no_grad():
+        for _ in range(3):
+            model(torch.randn(4, *x.shape[1:]))
+
+
 def torchvision_model(name, shape):
     import torchvision
     fn = getattr(torchvision.models, name, None) or getattr(torchvision.models.segmentation, name, None) \
@@ -86,6 +95,7 @@ def build(name):
     torch.manual_seed(0)
     if name in TORCHVISION:
         model, x = torchvision_model(name, TORCHVISION[name])
+        settle_batch_norm(model, x)
     elif name == 'lstm_lm':
         model, x = LstmLm(), torch.randint(0, 100, (2, 12))
     elif name == 'transformer_encoder':
