@@ -37,8 +37,8 @@ at::Tensor quantized_output(ir::GraphModule& gm, const at::Tensor& x, Flow flow)
   quant::QConfigMapping mapping =
       flow == Flow::kDynamic ? quant::QConfigMapping().set_global(*quant::qconfig_preset("default_dynamic_qconfig"))
                              : quant::get_default_qconfig_mapping(engine);
-  auto backend = flow == Flow::kStaticQnnpack ? backend::get_qnnpack_backend_config()
-                                              : backend::get_native_backend_config();
+  auto backend =
+      flow == Flow::kStaticQnnpack ? backend::get_qnnpack_backend_config() : backend::get_native_backend_config();
   prepare_fx(gm, mapping, backend);
   ir::Interpreter(gm).run({x});
   if (flow == Flow::kReference) {

@@ -67,9 +67,8 @@ TEST(Pt2Errors, NamesTheRecordAtFault) {
     return true;
   });
   EXPECT_EQ(error_of(path).rfind("cannot read '" + path + "': record 'models/model.json' is not valid JSON (", 0), 0u);
-  path = edited("qfx_no_weight.pt2", [](const std::string& name, std::string&) {
-    return name != "data/weights/weight_0";
-  });
+  path = edited("qfx_no_weight.pt2",
+                [](const std::string& name, std::string&) { return name != "data/weights/weight_0"; });
   EXPECT_EQ(error_of(path), "cannot read '" + path +
                                 "': record 'data/weights/weight_0' of tensor 'stem.conv.weight' "
                                 "(data/weights/model_weights_config.json) is missing");
@@ -80,9 +79,8 @@ TEST(Pt2Errors, NamesTheRecordAtFault) {
   EXPECT_EQ(error_of(path), "cannot read '" + path +
                                 "': tensor 'stem.conv.weight' (data/weights/model_weights_config.json) needs 864 "
                                 "bytes but record 'data/weights/weight_0' holds 10");
-  path = edited("qfx_pickled.pt2",
-                json_edit("data/weights/model_weights_config.json",
-                          [](nlohmann::json& v) { v["config"]["head.bias"]["use_pickle"] = true; }));
+  path = edited("qfx_pickled.pt2", json_edit("data/weights/model_weights_config.json",
+                                             [](nlohmann::json& v) { v["config"]["head.bias"]["use_pickle"] = true; }));
   EXPECT_EQ(error_of(path), "cannot read '" + path +
                                 "': tensor 'head.bias' (data/weights/model_weights_config.json) is pickled (a tensor "
                                 "subclass or an opaque object): qfx reads plain tensors only");

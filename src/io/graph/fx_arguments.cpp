@@ -113,8 +113,8 @@ ir::Node* GraphBuilder::call_mapped(const std::string& aten, const std::vector<c
   }
   ArgumentSplit split = split_arguments(schema, inputs, order);
   std::string target = m->target;
-  bool fits =
-      m->max_positional < 0 || (static_cast<int>(split.positional.size()) <= m->max_positional && split.keyword.empty());
+  bool fits = m->max_positional < 0 ||
+              (static_cast<int>(split.positional.size()) <= m->max_positional && split.keyword.empty());
   if (!fits) {
     if (*m->fallback == '\0') fail("cannot express the arguments of " + aten);
     target = m->fallback;

@@ -40,7 +40,8 @@ class Probe : public Walker::Handler {
   }
   std::vector<ImportValue> call_op(const torch::jit::Node& node, std::vector<ImportValue> inputs) override {
     std::vector<c10::optional<c10::IValue>> constants;
-    for (const ImportValue& v : inputs) constants.push_back(v.is_static() ? c10::make_optional(v.constant) : c10::nullopt);
+    for (const ImportValue& v : inputs)
+      constants.push_back(v.is_static() ? c10::make_optional(v.constant) : c10::nullopt);
     ops_.push_back({node.kind().toQualString(), std::move(constants)});
     return std::vector<ImportValue>(node.outputs().size());
   }
@@ -75,9 +76,7 @@ bool ProbedOp::to_bool(size_t index) const { return typed(*this, index, constant
 std::vector<int64_t> ProbedOp::ints(size_t index) const {
   return typed(*this, index, constant(index).isIntList(), "a list of ints").toIntVector();
 }
-bool ProbedOp::is_none(size_t index) const {
-  return index < inputs.size() && inputs[index] && inputs[index]->isNone();
-}
+bool ProbedOp::is_none(size_t index) const { return index < inputs.size() && inputs[index] && inputs[index]->isNone(); }
 
 const ProbedOp* Leaf::find_op(const std::vector<std::string>& kinds) const {
   for (const ProbedOp& op : ops_) {

@@ -142,8 +142,7 @@ bool has_custom_mapping(const std::string& aten_name) {
   return aten_name == "aten::_convolution" || aten_name == "aten::slice" || aten_name == "aten::select" ||
          aten_name == "aten::index" || aten_name == "aten::fill_" || aten_name == "aten::copy_" ||
          aten_name == "prim::dtype" || aten_name == "prim::device" || aten_name == "aten::tensor" ||
-         aten_name == "aten::_transformer_encoder_layer_fwd" ||
-         ir::find_upsample_mapping(aten_name) != nullptr;
+         aten_name == "aten::_transformer_encoder_layer_fwd" || ir::find_upsample_mapping(aten_name) != nullptr;
 }
 
 }  // namespace
@@ -189,7 +188,8 @@ ImportValue ScriptReader::custom_op(const torch::jit::Node& node, const std::vec
     ir::Kwargs kwargs = {
         {"size", arg(1)}, {"scale_factor", arg(up->has_align_corners ? 3 : 2)}, {"mode", std::string(up->mode)}};
     if (up->has_align_corners) kwargs.emplace_back("align_corners", arg(2));
-    return ImportValue::of_node(b_.call(ir::Opcode::kCallFunction, "torch.nn.functional.interpolate", {arg(0)}, kwargs));
+    return ImportValue::of_node(
+        b_.call(ir::Opcode::kCallFunction, "torch.nn.functional.interpolate", {arg(0)}, kwargs));
   }
   if (kind == "aten::_convolution") {
     // _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
@@ -197,9 +197,8 @@ ImportValue ScriptReader::custom_op(const torch::jit::Node& node, const std::vec
     std::string dims = std::to_string(inputs[3].constant.toIntList().size());
     if (inputs[6].constant.toBool()) {  // F.conv_transposeNd(input, weight, bias, stride, padding, output_padding,
                                         // groups, dilation)
-      return ImportValue::of_node(
-          b_.call(ir::Opcode::kCallFunction, "torch.nn.functional.conv_transpose" + dims + "d",
-                  {arg(0), arg(1), arg(2), arg(3), arg(4), arg(7), arg(8), arg(5)}));
+      return ImportValue::of_node(b_.call(ir::Opcode::kCallFunction, "torch.nn.functional.conv_transpose" + dims + "d",
+                                          {arg(0), arg(1), arg(2), arg(3), arg(4), arg(7), arg(8), arg(5)}));
     }
     return ImportValue::of_node(b_.call(ir::Opcode::kCallFunction, "torch.nn.functional.conv" + dims + "d",
                                         {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5), arg(8)}));

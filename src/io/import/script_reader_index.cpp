@@ -135,8 +135,7 @@ ImportValue ScriptReader::new_tensor(const torch::jit::Node& node, const std::ve
   if (inputs.at(3).is_static() && inputs[3].constant.isBool() && inputs[3].constant.toBool()) {
     kwargs.emplace_back("requires_grad", true);
   }
-  return ImportValue::of_node(
-      b_.call(ir::Opcode::kCallFunction, "torch.tensor", {to_argument(inputs[0])}, kwargs));
+  return ImportValue::of_node(b_.call(ir::Opcode::kCallFunction, "torch.tensor", {to_argument(inputs[0])}, kwargs));
 }
 
 }  // namespace qfx::io::detail

@@ -236,8 +236,7 @@ ImportValue ScriptReader::leaf_call(const ImportValue& module, const std::string
   std::vector<ir::Argument> fx_args;
   for (const ImportValue& a : args) fx_args.push_back(to_argument(a));
   ir::Node* node = b_.call_module(path, std::move(fx_args));
-  if (cell_part >= 0)
-    return ImportValue::of_node(b_.getitem(node, cell_part));
+  if (cell_part >= 0) return ImportValue::of_node(b_.getitem(node, cell_part));
   if (outputs.empty()) return ImportValue::of_node(node);
   bool single = forward.graph()->outputs().at(0)->node()->kind() != c10::prim::TupleConstruct;
   return recurrent_result(node, lstm, outputs, single);

@@ -113,9 +113,9 @@ void check_schema_version(const Archive& archive) {
 c10::ScalarType scalar_type(int64_t serialized, const std::string& where) {
   // torch/_export/serde/schema.py: ScalarType
   static const std::map<int64_t, c10::ScalarType> kTypes = {
-      {1, c10::kByte},         {2, c10::kChar},          {3, c10::kShort},        {4, c10::kInt},
-      {5, c10::kLong},         {6, c10::kHalf},          {7, c10::kFloat},        {8, c10::kDouble},
-      {9, c10::kComplexHalf},  {10, c10::kComplexFloat}, {11, c10::kComplexDouble}, {12, c10::kBool},
+      {1, c10::kByte},        {2, c10::kChar},          {3, c10::kShort},          {4, c10::kInt},
+      {5, c10::kLong},        {6, c10::kHalf},          {7, c10::kFloat},          {8, c10::kDouble},
+      {9, c10::kComplexHalf}, {10, c10::kComplexFloat}, {11, c10::kComplexDouble}, {12, c10::kBool},
       {13, c10::kBFloat16},
   };
   auto it = kTypes.find(serialized);

@@ -46,8 +46,8 @@ c10::IValue list_of(const json& values) {
 }  // namespace
 
 std::string argument_kind(const json& argument) {
-  TORCH_CHECK(argument.is_object() && !argument.empty(), "an argument that is not a torch.export union: ",
-              argument.dump().substr(0, 80));
+  TORCH_CHECK(argument.is_object() && !argument.empty(),
+              "an argument that is not a torch.export union: ", argument.dump().substr(0, 80));
   for (const auto& [kind, value] : argument.items()) {
     if (!value.is_null()) return kind;
   }

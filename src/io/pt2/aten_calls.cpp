@@ -49,7 +49,8 @@ ir::Node* tensor_index(GraphBuilder& b, const NamedArgs& a) {
 
 ir::Node* interpolate(GraphBuilder& b, const NamedArgs& a, const ir::UpsampleMapping& up) {
   // F.interpolate(input, size=..., scale_factor=..., mode=..., align_corners=...)
-  ir::Kwargs kwargs = {{"size", a.arg("output_size")}, {"scale_factor", a.arg("scale_factors")}, {"mode", std::string(up.mode)}};
+  ir::Kwargs kwargs = {
+      {"size", a.arg("output_size")}, {"scale_factor", a.arg("scale_factors")}, {"mode", std::string(up.mode)}};
   if (up.has_align_corners) kwargs.emplace_back("align_corners", a.arg("align_corners"));
   return b.call(ir::Opcode::kCallFunction, "torch.nn.functional.interpolate", {a.arg("input")}, kwargs);
 }
@@ -75,11 +76,12 @@ ir::Node* attention(GraphBuilder& b, const NamedArgs& a) {
   ir::Node* keys = b.call(ir::Opcode::kCallMethod, "transpose", {a.arg("key"), -2, -1});
   ir::Node* scores = fn("operator.mul", {fn("torch.matmul", {a.arg("query"), keys}), scale});
   auto mask = a.constant("attn_mask");
-  if (mask && mask->isNone()) {  // no mask
+  if (mask && mask->isNone()) {         // no mask
   } else if (a.is_bool("attn_mask")) {  // True: attend. The lowest float, not -inf as PyTorch's: the same
     // weights but for a row masked whole (0 here, NaN there), and a literal TorchScript can read
     ir::Node* masked = fn("torch.ops.aten.logical_not", {a.arg("attn_mask")});
-    scores = fn("torch.ops.aten.masked_fill", {scores, masked, static_cast<double>(std::numeric_limits<float>::lowest())});
+    scores =
+        fn("torch.ops.aten.masked_fill", {scores, masked, static_cast<double>(std::numeric_limits<float>::lowest())});
   } else {
     scores = fn("operator.add", {scores, a.arg("attn_mask")});
   }
@@ -93,7 +95,8 @@ ir::Node* to_dtype(GraphBuilder& b, const NamedArgs& a) {
   auto no = [](const c10::IValue& v) { return v.isNone() || (v.isBool() && !v.toBool()); };
   auto strided = [](const c10::IValue& v) { return v.isNone() || (v.isInt() && v.toInt() == 0); };
   if (!constant_is(a, "device", cpu) || !constant_is(a, "pin_memory", no) || !constant_is(a, "layout", strided) ||
-      !constant_is(a, "copy", no) || !constant_is(a, "memory_format", [](const c10::IValue& v) { return v.isNone(); })) {
+      !constant_is(a, "copy", no) ||
+      !constant_is(a, "memory_format", [](const c10::IValue& v) { return v.isNone(); })) {
     return nullptr;  // the table row says what it cannot express
   }
   return b.call(ir::Opcode::kCallMethod, "to", {a.arg("self"), a.arg("dtype")});
@@ -101,9 +104,7 @@ ir::Node* to_dtype(GraphBuilder& b, const NamedArgs& a) {
 
 }  // namespace
 
-bool is_newer_op(const std::string& op) {
-  return op == "aten::scaled_dot_product_attention" || op == "aten::sym_size";
-}
+bool is_newer_op(const std::string& op) { return op == "aten::scaled_dot_product_attention" || op == "aten::sym_size"; }
 
 ir::Node* call_special(GraphBuilder& b, const std::string& op, const NamedArgs& a) {
   if (op == "aten::sym_size") return b.call(ir::Opcode::kCallMethod, "size", {a.arg("self"), a.arg("dim")});

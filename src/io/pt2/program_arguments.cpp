@@ -29,9 +29,8 @@ std::vector<OpInput> ProgramReader::op_inputs(const json& node, const c10::Funct
       if (input.at("name").get<std::string>() == a.name()) given = &input.at("arg");
     }
     if (given != nullptr) {
-      inputs.push_back({constant_of(*given), [this, given](const c10::TypePtr& type) {
-                          return graph_argument(*given, type);
-                        }});
+      inputs.push_back(
+          {constant_of(*given), [this, given](const c10::TypePtr& type) { return graph_argument(*given, type); }});
     } else if (a.default_value()) {
       inputs.push_back(OpInput::of_constant(*a.default_value()));
     } else {
@@ -107,7 +106,8 @@ NamedArgs ProgramReader::program_args(const json& node) {
 }
 
 /// Arguments by schema name, read from the normalized `inputs`.
-NamedArgs ProgramReader::schema_args(const json& node, const c10::FunctionSchema& schema, const std::vector<OpInput>& inputs) {
+NamedArgs ProgramReader::schema_args(const json& node, const c10::FunctionSchema& schema,
+                                     const std::vector<OpInput>& inputs) {
   NamedArgs a = program_args(node);
   auto index = [&schema, this](const std::string& name) {
     auto i = schema.argumentIndexWithName(name);
@@ -117,7 +117,8 @@ NamedArgs ProgramReader::schema_args(const json& node, const c10::FunctionSchema
   a.arg = [this, &schema, &inputs, index](const std::string& name) {
     size_t i = index(name);
     const OpInput& in = inputs[i];
-    return in.value ? in.value(schema.arguments()[i].real_type()) : b_.constant(*in.constant, schema.arguments()[i].real_type());
+    return in.value ? in.value(schema.arguments()[i].real_type())
+                    : b_.constant(*in.constant, schema.arguments()[i].real_type());
   };
   a.constant = [&inputs, index](const std::string& name) { return inputs[index(name)].constant; };
   a.has = [&schema](const std::string& name) { return schema.argumentIndexWithName(name).has_value(); };

@@ -12,62 +12,67 @@ namespace qfx::io::pt2 {
 
 using json = nlohmann::json;
 
-/// Nodes [begin, end) made by one call of the leaf stack[leaf].
-void ProgramReader::leaf_call(const json& nodes, size_t begin, size_t end, const std::vector<ModuleEntry>& stack, size_t leaf) {
-  const ModuleEntry& module = stack[leaf];
-  where_ = nodes[begin].at("name").get<std::string>();
-  std::set<std::string> made;
-  std::vector<std::string> args;  // values from outside the leaf, in the order the leaf reads them
-  std::vector<detail::ProbedOp> ops;
+/// What the nodes [begin, end) of one leaf call make and read.
+ProgramReader::LeafRun ProgramReader::leaf_run(const json& nodes, size_t begin, size_t end, const std::string& path) {
+  LeafRun run;
   for (size_t i = begin; i < end; ++i) {
     const json& node = nodes[i];
     c10::OperatorName op = aten_name(node.at("target").get<std::string>());
     if (!op.name.empty() && !is_newer_op(op.name)) {
       detail::ProbedOp probed{op.name, {}};
       for (const OpInput& in : op_inputs(node, schema_of(node, op))) probed.inputs.push_back(in.constant);
-      ops.push_back(std::move(probed));
+      run.ops.push_back(std::move(probed));
     }
     for (const json& input : node.at("inputs")) {
       for (const std::string& name : value_names(input.at("arg"))) {
-        if (made.count(name) != 0 || owned_by(name, module.path)) continue;  // the leaf's own
+        if (run.made.count(name) != 0 || owned_by(name, path)) continue;  // the leaf's own
         if (values_.count(name) == 0) fail("value '" + name + "' is used before any node makes it");
         if (!is_tensor(name)) continue;  // a size computed outside the leaf (its initial state's batch)
-        if (std::find(args.begin(), args.end(), name) == args.end()) args.push_back(name);
+        if (std::find(run.args.begin(), run.args.end(), name) == run.args.end()) run.args.push_back(name);
       }
     }
     for (const json& output : node.at("outputs")) {
-      for (const std::string& name : value_names(output)) made.insert(name);
+      for (const std::string& name : value_names(output)) run.made.insert(name);
     }
   }
+  for (const std::string& name : run.made) {
+    auto use = last_use_.find(name);
+    if (use != last_use_.end() && use->second >= static_cast<int>(end)) run.escaping.push_back(name);
+  }
+  return run;
+}
+
+/// Nodes [begin, end) made by one call of the leaf stack[leaf].
+void ProgramReader::leaf_call(const json& nodes, size_t begin, size_t end, const std::vector<ModuleEntry>& stack,
+                              size_t leaf) {
+  const ModuleEntry& module = stack[leaf];
+  where_ = nodes[begin].at("name").get<std::string>();
+  LeafRun run = leaf_run(nodes, begin, end, module.path);
   auto tensors = [this, &module](const std::string& name) {
     auto it = archive_.tensors.find(module.path + "." + name);
     return it == archive_.tensors.end() ? at::Tensor() : it->second;
   };
   std::shared_ptr<torch::nn::Module> built;
   if (!b_.has_module(module.path)) {
-    built = detail::build_leaf_module(detail::Leaf(std::move(ops), tensors, nullptr, false), module.type, module.path);
+    built =
+        detail::build_leaf_module(detail::Leaf(std::move(run.ops), tensors, nullptr, false), module.type, module.path);
   }
   if (built == nullptr && !b_.has_module(module.path)) {  // no qfx form: its ATen ops, as nodes
     for (size_t i = begin; i < end; ++i) read_node(nodes[i], stack);
     return;
   }
-  std::vector<std::string> escaping;
-  for (const std::string& name : made) {
-    auto use = last_use_.find(name);
-    if (use != last_use_.end() && use->second >= static_cast<int>(end)) escaping.push_back(name);
-  }
   const json* recurrent = recurrent_op(nodes, begin, end);
-  if (escaping.size() > 1 && recurrent == nullptr) {
+  if (run.escaping.size() > 1 && recurrent == nullptr) {
     fail("module '" + module.path + "' (" + public_type_name(module.type) + ") gives " +
-         std::to_string(escaping.size()) + " values to the rest of the program; qfx reads leaves that give one");
+         std::to_string(run.escaping.size()) + " values to the rest of the program; qfx reads leaves that give one");
   }
   set_scope(stack, leaf);
   std::vector<ir::Argument> call_args;
-  for (const std::string& name : args) call_args.push_back(value(name));
+  for (const std::string& name : run.args) call_args.push_back(value(name));
   ir::Node* call = b_.call_module(
       module.path, [&built] { return built; }, std::move(call_args));
-  if (recurrent != nullptr) return bind_recurrent(*recurrent, call, escaping);
-  for (const std::string& name : escaping) values_[name].arg = call;
+  if (recurrent != nullptr) return bind_recurrent(*recurrent, call, run.escaping);
+  for (const std::string& name : run.escaping) values_[name].arg = call;
 }
 
 /// The recurrent op (aten.lstm, aten.gru, aten.rnn_*) among nodes [begin, end), or nullptr.

@@ -89,7 +89,8 @@ void ProgramReader::outputs() {
   for (const json& spec : archive_.program.at("graph_module").at("signature").at("output_specs")) {
     std::string kind = argument_kind(spec);
     if (kind != "user_output") {
-      fail("the program's output '" + kind + "' writes a buffer or input (exported in training mode?): "
+      fail("the program's output '" + kind +
+           "' writes a buffer or input (exported in training mode?): "
            "export the model in eval mode");
     }
     items.push_back(graph_argument(spec.at(kind).at("arg"), nullptr));
@@ -123,8 +124,8 @@ void ProgramReader::read_node(const json& node, const std::vector<ModuleEntry>& 
   std::string target = node.at("target").get<std::string>();
   if (target == "_operator.getitem") {
     const json& inputs = node.at("inputs");
-    bind(node, b_.getitem(graph_argument(inputs.at(0).at("arg"), nullptr),
-                          graph_argument(inputs.at(1).at("arg"), nullptr)));
+    bind(node,
+         b_.getitem(graph_argument(inputs.at(0).at("arg"), nullptr), graph_argument(inputs.at(1).at("arg"), nullptr)));
     return;
   }
   c10::OperatorName op = aten_name(target);
@@ -166,7 +167,8 @@ std::string ProgramReader::written_value(const json& node, const c10::FunctionSc
   for (const c10::Argument& a : schema.arguments()) {
     if (a.alias_info() == nullptr || !a.alias_info()->isWrite()) continue;
     const json* v = given(node, a.name());
-    std::string name = v != nullptr && argument_kind(*v) == "as_tensor" ? v->at("as_tensor").at("name").get<std::string>() : "";
+    std::string name =
+        v != nullptr && argument_kind(*v) == "as_tensor" ? v->at("as_tensor").at("name").get<std::string>() : "";
     if (name.empty() || views_.count(name) != 0) {
       fail("in-place op " + node.at("target").get<std::string>() +
            " on a view (an assignment such as `x[i] = v` in the model's forward): qfx reads it from TorchScript "

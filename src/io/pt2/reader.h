@@ -7,6 +7,8 @@
 #include "aten_calls.h"
 #include "program_nodes.h"
 
+#include "io/import/leaf_modules.h"
+
 #include "qfx/io/graph_builder.h"
 
 #include <ATen/core/function_schema.h>
@@ -78,13 +80,24 @@ class ProgramReader {
   NamedArgs program_args(const nlohmann::json& node);
 
   /// Arguments by schema name, read from the normalized `inputs`.
-  NamedArgs schema_args(const nlohmann::json& node, const c10::FunctionSchema& schema, const std::vector<OpInput>& inputs);
+  NamedArgs schema_args(const nlohmann::json& node, const c10::FunctionSchema& schema,
+                        const std::vector<OpInput>& inputs);
 
   /// The values a node makes: its result, or getitems of it.
   void bind(const nlohmann::json& node, ir::Node* result);
 
+  /// What one leaf call's nodes make and read.
+  struct LeafRun {
+    std::set<std::string> made;         ///< values its nodes make
+    std::vector<std::string> args;      ///< tensors from outside it, in the order its nodes read them
+    std::vector<std::string> escaping;  ///< values it makes that later nodes or the outputs read
+    std::vector<detail::ProbedOp> ops;  ///< its ATen ops, for the leaf table
+  };
+  LeafRun leaf_run(const nlohmann::json& nodes, size_t begin, size_t end, const std::string& path);
+
   /// Nodes [begin, end) made by one call of the leaf stack[leaf].
-  void leaf_call(const nlohmann::json& nodes, size_t begin, size_t end, const std::vector<ModuleEntry>& stack, size_t leaf);
+  void leaf_call(const nlohmann::json& nodes, size_t begin, size_t end, const std::vector<ModuleEntry>& stack,
+                 size_t leaf);
 
   /// The recurrent op (aten.lstm, aten.gru, aten.rnn_*) among nodes [begin, end), or nullptr.
   static const nlohmann::json* recurrent_op(const nlohmann::json& nodes, size_t begin, size_t end);
