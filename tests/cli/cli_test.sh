@@ -697,4 +697,27 @@ expect_error 1 "--format 'tflite': expected torchscript or onnx" -- quantize "$d
 expect_error 2 "--opset: Value 18 not in range 13 to 17" -- export "$demo_model" -o "$work/f.onnx" --opset 18
 [ ! -e "$work/f.onnx" ] && [ ! -e "$work/f.bin" ] || fail "an ONNX error left a file"
 
+# the same classifier from PyTorch 2 (.pt2): every command that takes a model reads it, into the same graph
+demo_pt2="$source_dir/examples/fashion_mnist/fashion_cnn.pt2"
+"$qfx" opt "$demo_pt2" --passes fuse >"$work/pt2_fused.txt" || fail "opt on a .pt2 exited $?"
+grep -q "call_module\[target=conv1\]" "$work/pt2_fused.txt" || fail "opt on a .pt2: $(head -5 "$work/pt2_fused.txt")"
+"$qfx" quantize "$demo_pt2" -o "$work/cnn_pt2.pt" "${fm_calib[@]}" || fail "quantize of a .pt2 exited $?"
+"$qfx" quantize "$demo_model" -o "$work/cnn_ts.pt" "${fm_calib[@]}" || fail "quantize exited $?"
+"$python" - "$work/cnn_pt2.pt" "$work/cnn_ts.pt" "$source_dir/examples/fashion_mnist/sample_batch.pt" <<'PY' ||
+import sys, torch
+torch.backends.quantized.engine = 'onednn'
+x = torch.load(sys.argv[3])
+x = x[0] if isinstance(x, (list, tuple)) else x
+a, b = torch.jit.load(sys.argv[1])(x), torch.jit.load(sys.argv[2])(x)
+assert torch.equal(a, b), (a - b).abs().max()
+PY
+  fail "the int8 models from the .pt2 and from TorchScript differ"
+"$qfx" compare "$demo_pt2" "$work/cnn_pt2.pt" --data "$fmnist/t10k-images-idx3-ubyte.gz" "${norm[@]}" \
+  --limit-batches 1 >/dev/null || fail "compare with a .pt2 exited $?"
+"$qfx" export "$demo_pt2" -o "$work/cnn_pt2.onnx" --input-shape 1,1,28,28 || fail "export of a .pt2 exited $?"
+"$qfx" eval "$demo_pt2" --data "$fmnist/t10k-images-idx3-ubyte.gz" "${norm[@]}" --limit-batches 2 -q \
+  || fail "eval of a .pt2 exited $?"
+head -c 5000 "$demo_pt2" >"$work/cut.pt2"
+expect_error 1 "'$work/cut.pt2'" -- print "$work/cut.pt2"
+
 finish CLI

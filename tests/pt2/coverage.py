@@ -71,10 +71,13 @@ def agreement(binary, out, name, model):
     r = subprocess.run(['/usr/bin/python3', '-c', TRACE_113, name, weights, os.path.join(out, f'{name}.input.pt'),
                         traced], capture_output=True, text=True)
     if r.returncode:
-        return 'no 1.13 trace: ' + r.stderr.strip().splitlines()[-1][:120]
-    codes = [subprocess.run([binary, 'print', f], capture_output=True, text=True).stdout
-             for f in (traced, os.path.join(out, f'{name}.pt2'))]
-    if codes[0] != codes[1]:
+        errors = [line for line in r.stderr.splitlines() if 'Error' in line]
+        return 'PyTorch 1.13 cannot trace it: ' + (errors[-1] if errors else r.stderr.strip()[-100:])[:100]
+    printed = [subprocess.run([binary, 'print', f], capture_output=True, text=True)
+               for f in (traced, os.path.join(out, f'{name}.pt2'))]
+    if printed[0].returncode:
+        return 'the trace is not read: ' + printed[0].stderr.strip().splitlines()[-1][len('qfx: error: '):][:100]
+    if printed[0].stdout != printed[1].stdout:
         return 'graphs differ'
     for suffix in ('float', 'int8'):
         files = []

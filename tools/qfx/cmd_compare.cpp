@@ -90,7 +90,7 @@ void add_compare_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "compare",
       "Per-layer SQNR, normalized L2 error and cosine similarity of a quantized model against its float model");
-  cmd->add_option("float", o->float_model, "the float TorchScript model (.pt)")->required();
+  cmd->add_option("float", o->float_model, "the float model (TorchScript .pt or torch.export .pt2)")->required();
   cmd->add_option("quantized", o->quantized_model, "its quantized TorchScript model (from qfx quantize)")->required();
   cmd->add_option("--data", o->data, "input data: torch.save file, IDX images file or image folder")->required();
   add_data_options(*cmd, o->data_args, "items per batch (default: 64)");

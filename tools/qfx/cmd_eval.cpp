@@ -183,7 +183,7 @@ void add_eval_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   o->data_args.options.batch_size = 64;
   CLI::App* cmd = app.add_subcommand("eval", "Top-1/top-5 accuracy and latency of a classifier on labelled data");
-  cmd->add_option("model", o->model, "TorchScript model file (.pt): float, or int8 from qfx quantize")->required();
+  cmd->add_option("model", o->model, "model file: float (TorchScript .pt or torch.export .pt2), or int8 from qfx quantize")->required();
   cmd->add_option("--data", o->data, "IDX images file (labels next to it), image folder (one sub-folder per class)")
       ->required();
   add_data_options(*cmd, o->data_args, "images per batch (default: 64)");

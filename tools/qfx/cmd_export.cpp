@@ -23,8 +23,8 @@ void add_export_command(CLI::App& app, Action& action) {
     bool force = false;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("export", "Export a TorchScript model (float or reference quantized) as ONNX");
-  cmd->add_option("model", o->model, "TorchScript model file (.pt)")->required();
+  CLI::App* cmd = app.add_subcommand("export", "Export a model (float or reference quantized) as ONNX");
+  cmd->add_option("model", o->model, "model file (TorchScript .pt or torch.export .pt2)")->required();
   cmd->add_option("-o,--output", o->output, "the ONNX model to write (- for standard output)")
       ->required()
       ->check(output_file());

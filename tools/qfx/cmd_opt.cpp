@@ -60,7 +60,7 @@ void add_opt_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("opt", "Run a pipeline of passes on a model and print the graph");
   cmd->footer("Passes:" + pass_names());
-  cmd->add_option("model", o->model, "TorchScript model file (.pt)")->required();
+  cmd->add_option("model", o->model, "model file (TorchScript .pt or torch.export .pt2)")->required();
   cmd->add_option("--passes", o->passes, "comma-separated pass names, run in order")->required();
   cmd->add_option("--backend", o->backend, "built-in BackendConfig name or JSON file (default: native)");
   cmd->add_option("--qconfig", o->qconfig,

@@ -19,8 +19,8 @@ void add_print_command(CLI::App& app, Action& action) {
     bool json = false;
   };
   auto options = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("print", "Print the graph of a TorchScript model");
-  cmd->add_option("model", options->model, "TorchScript model file (.pt)")->required();
+  CLI::App* cmd = app.add_subcommand("print", "Print the graph of a model");
+  cmd->add_option("model", options->model, "model file (TorchScript .pt or torch.export .pt2)")->required();
   auto* ir = cmd->add_flag("--ir", options->ir, "IR text form (parse_graph reads it back)");
   cmd->add_flag("--json", options->json, "JSON: {\"nodes\": [{name, op, target, args, kwargs}]}")->excludes(ir);
   cmd->callback([options, &action] {

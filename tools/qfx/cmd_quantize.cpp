@@ -325,8 +325,8 @@ void run(const Options& given) {
 
 void add_quantize_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("quantize", "Quantize a TorchScript model: prepare, calibrate, convert, export");
-  cmd->add_option("model", o->model, "TorchScript model file (.pt)")->required();
+  CLI::App* cmd = app.add_subcommand("quantize", "Quantize a model: prepare, calibrate, convert, export");
+  cmd->add_option("model", o->model, "model file (TorchScript .pt or torch.export .pt2)")->required();
   cmd->add_option("-o,--output", o->output,
                   "the quantized model to write: TorchScript, or ONNX QDQ for a .onnx name or --format onnx (- for "
                   "standard output)")

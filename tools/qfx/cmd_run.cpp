@@ -44,8 +44,8 @@ void add_run_command(CLI::App& app, Action& action) {
     bool force = false;
   };
   auto options = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("run", "Run a TorchScript model in the qfx interpreter");
-  cmd->add_option("model", options->model, "TorchScript model file (.pt)")->required();
+  CLI::App* cmd = app.add_subcommand("run", "Run a model in the qfx interpreter");
+  cmd->add_option("model", options->model, "model file (TorchScript .pt or torch.export .pt2)")->required();
   cmd->add_option("--input", options->input,
                   "inputs saved with torch.save: a tensor, or a list/tuple of tensors (one per input)")
       ->required();

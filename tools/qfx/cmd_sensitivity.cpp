@@ -75,7 +75,7 @@ void add_sensitivity_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "sensitivity", "Per-node sensitivity: the score with only that node quantized, and with only that node float");
-  cmd->add_option("model", o->model, "TorchScript model file (.pt)")->required();
+  cmd->add_option("model", o->model, "model file (TorchScript .pt or torch.export .pt2)")->required();
   cmd->add_option("--calib", o->calib, "calibration data (as qfx quantize --calib); calibrated once")->required();
   cmd->add_option("--calib-batches", o->calib_batches, "use at most this many calibration batches (default: all)");
   cmd->add_option("--data", o->data, "data the trials are scored on (labelled for top1), in batches of 32")->required();

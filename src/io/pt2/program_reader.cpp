@@ -223,7 +223,9 @@ void ProgramReader::set_scope(const std::vector<ModuleEntry>& stack, size_t coun
 void read_program(const Archive& archive, ir::GraphModule& gm) {
   try {
     ProgramReader(archive, gm).read();
-  } catch (const json::exception& e) {
+  } catch (const c10::Error&) {
+    throw;
+  } catch (const std::exception& e) {  // nlohmann's type and range errors; a value where none was expected
     TORCH_CHECK(false, "cannot read '", archive.path, "': ", archive.model_record, " is malformed (", e.what(), ")");
   }
 }
