@@ -38,7 +38,7 @@ PT2_VENV ?= /opt/qfx-pt2
 test-pt2: build
 	python=$$(./scripts/install-pt2.sh $(PT2_VENV)) && \
 	  $$python tests/pt2/coverage.py $(BUILD_DIR)/bin/qfx $(BUILD_DIR)/pt2-coverage --check tests/pt2/coverage_expected.json && \
-	  ./tests/cli/readme_test.sh $(BUILD_DIR)/bin/qfx $(BUILD_DIR)/bin/api_tour $(CURDIR) /usr/bin/python3 $$python
+	  bash tests/cli/readme_test.sh $(BUILD_DIR)/bin/qfx $(BUILD_DIR)/bin/api_tour $(CURDIR) /usr/bin/python3 $$python
 
 # The unit and CLI tests on a build with AddressSanitizer (LeakSanitizer
 # included) and UndefinedBehaviorSanitizer, -O1; any report fails the test.
