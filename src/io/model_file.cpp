@@ -53,8 +53,10 @@ ModelFormat model_format(const std::string& path) {
   return ModelFormat::kUnknown;
 }
 
-void check_model_readable(const std::string& path) {
-  ModelFormat format = model_format(path);
+namespace {
+
+/// The one-line error for a format qfx has no reader of.
+void refuse_unreadable(const std::string& path, ModelFormat format) {
   TORCH_CHECK(format != ModelFormat::kPt2Flat, "'", path,
               "' is a torch.export archive in the layout of PyTorch 2.0-2.7 (serialized_exported_program.json); "
               "qfx reads the PT2 archive of PyTorch 2.8 and later: load it and save it again with torch.export.save");
@@ -63,9 +65,14 @@ void check_model_readable(const std::string& path) {
               "ONNX)");
 }
 
+}  // namespace
+
+void check_model_readable(const std::string& path) { refuse_unreadable(path, model_format(path)); }
+
 std::unique_ptr<ir::GraphModule> load_model(const std::string& path, const ImportOptions& options) {
-  check_model_readable(path);
-  if (model_format(path) == ModelFormat::kPt2) return import_pt2(path, options);
+  ModelFormat format = model_format(path);
+  refuse_unreadable(path, format);
+  if (format == ModelFormat::kPt2) return import_pt2(path, options);
   return import_torchscript(path, options);
 }
 

@@ -94,6 +94,9 @@ class GraphBuilder {
   /// as a new `_tensor_constantN` attribute.
   ir::Argument constant(const c10::IValue& value, const c10::TypePtr& type = nullptr);
 
+  /// The graph argument of `input` for a schema argument of `type`.
+  ir::Argument argument(const OpInput& input, const c10::TypePtr& type);
+
   /// The ATen op `aten` (`aten::add`) as its row of the ATen -> FX table
   /// records it; fails when an argument the row drops is not at its default,
   /// or the arguments fit neither the target nor its fallback.
@@ -133,7 +136,6 @@ class GraphBuilder {
   ir::Node* call_node(ir::Opcode op, const std::string& target, const std::vector<c10::Argument>& schema,
                       const std::vector<OpInput>& inputs, const std::vector<int>& positional,
                       const std::vector<int>& keyword, bool inplace);
-  ir::Argument argument(const OpInput& input, const c10::TypePtr& type);
   ir::Node* scoped(ir::Node* node);
 
   ir::GraphModule& gm_;

@@ -24,13 +24,8 @@ const c10::FunctionSchema& ProgramReader::schema_of(const json& node, const c10:
 std::vector<OpInput> ProgramReader::op_inputs(const json& node, const c10::FunctionSchema& schema) {
   std::vector<OpInput> inputs;
   for (const c10::Argument& a : schema.arguments()) {
-    const json* given = nullptr;
-    for (const json& input : node.at("inputs")) {
-      if (input.at("name").get<std::string>() == a.name()) given = &input.at("arg");
-    }
-    if (given != nullptr) {
-      inputs.push_back(
-          {constant_of(*given), [this, given](const c10::TypePtr& type) { return graph_argument(*given, type); }});
+    if (const json* v = given(node, a.name())) {
+      inputs.push_back({constant_of(*v), [this, v](const c10::TypePtr& type) { return graph_argument(*v, type); }});
     } else if (a.default_value()) {
       inputs.push_back(OpInput::of_constant(*a.default_value()));
     } else {
@@ -61,11 +56,17 @@ ir::Argument ProgramReader::symbolic_item(const json& item) {
   return b_.constant(*constant_of(item), nullptr);
 }
 
+/// What the program records of tensor `name` (dtype, sizes, ...), or nullptr.
+const json* ProgramReader::tensor_value(const std::string& name) const {
+  auto values = graph_.find("tensor_values");
+  return values == graph_.end() || !values->contains(name) ? nullptr : &values->at(name);
+}
+
 /// The last size of tensor `name` when the program records it as a number.
 c10::optional<int64_t> ProgramReader::last_size(const std::string& name) const {
-  auto values = graph_.find("tensor_values");
-  if (values == graph_.end() || !values->contains(name)) return c10::nullopt;
-  const json& sizes = values->at(name).at("sizes");
+  const json* meta = tensor_value(name);
+  if (meta == nullptr) return c10::nullopt;
+  const json& sizes = meta->at("sizes");
   if (sizes.empty() || !sizes.back().contains("as_int")) return c10::nullopt;
   return sizes.back().at("as_int").get<int64_t>();
 }
@@ -98,9 +99,8 @@ NamedArgs ProgramReader::program_args(const json& node) {
   a.is_bool = [this, &node](const std::string& name) {
     const json* v = given(node, name);
     if (v == nullptr || argument_kind(*v) != "as_tensor") return false;
-    auto values = graph_.find("tensor_values");
-    std::string tensor = v->at("as_tensor").at("name").get<std::string>();
-    return values != graph_.end() && values->contains(tensor) && values->at(tensor).value("dtype", 0) == 12;
+    const json* meta = tensor_value(v->at("as_tensor").at("name").get<std::string>());
+    return meta != nullptr && meta->value("dtype", 0) == 12;  // schema.py: ScalarType.BOOL
   };
   return a;
 }
@@ -116,9 +116,7 @@ NamedArgs ProgramReader::schema_args(const json& node, const c10::FunctionSchema
   };
   a.arg = [this, &schema, &inputs, index](const std::string& name) {
     size_t i = index(name);
-    const OpInput& in = inputs[i];
-    return in.value ? in.value(schema.arguments()[i].real_type())
-                    : b_.constant(*in.constant, schema.arguments()[i].real_type());
+    return b_.argument(inputs[i], schema.arguments()[i].real_type());
   };
   a.constant = [&inputs, index](const std::string& name) { return inputs[index(name)].constant; };
   a.has = [&schema](const std::string& name) { return schema.argumentIndexWithName(name).has_value(); };

@@ -104,8 +104,7 @@ void ProgramReader::bind_recurrent(const json& op, ir::Node* call, const std::ve
 
 /// True when the program records `name` as a tensor (not a symbolic size).
 bool ProgramReader::is_tensor(const std::string& name) const {
-  auto values = graph_.find("tensor_values");
-  return values == graph_.end() || values->contains(name);
+  return graph_.find("tensor_values") == graph_.end() || tensor_value(name) != nullptr;
 }
 
 /// True for a parameter, buffer or constant of the module at `path`.

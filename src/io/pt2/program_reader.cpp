@@ -22,6 +22,7 @@ void ProgramReader::read() {
   const json& nodes = graph_.at("nodes");
   std::string root = root_class(nodes);
   if (!root.empty()) b_.module().set_class_name(root.substr(root.rfind('.') + 1));
+  for (const json& node : nodes) stacks_.push_back(module_stack(node));
   uses();
   inputs();
   for (size_t i = 0; i < nodes.size();) i = read_from(nodes, i);
@@ -100,7 +101,7 @@ void ProgramReader::outputs() {
 
 /// Reads the node at `i` (with the rest of its leaf call); the index of the next node.
 size_t ProgramReader::read_from(const json& nodes, size_t i) {
-  std::vector<ModuleEntry> stack = module_stack(nodes[i]);
+  const std::vector<ModuleEntry>& stack = stacks_[i];
   int leaf = leaf_index(stack);
   if (leaf < 0) {
     read_node(nodes[i], stack);
@@ -108,7 +109,7 @@ size_t ProgramReader::read_from(const json& nodes, size_t i) {
   }
   size_t end = i + 1;
   while (end < nodes.size()) {
-    auto next = module_stack(nodes[end]);
+    const std::vector<ModuleEntry>& next = stacks_[end];
     int next_leaf = leaf_index(next);
     if (next_leaf < 0 || next[next_leaf].key != stack[leaf].key) break;
     ++end;
@@ -152,7 +153,6 @@ void ProgramReader::read_node(const json& node, const std::vector<ModuleEntry>& 
   bind(node, result);
   if (!written.empty()) values_[written].arg = result;  // later reads of the written tensor read the result
   if (!schema.returns().empty() && schema.returns()[0].alias_info() != nullptr && written.empty()) {
-    views_.insert(node.at("name").get<std::string>());
     for (const json& output : node.at("outputs")) {
       for (const std::string& name : value_names(output)) views_.insert(name);
     }

@@ -70,6 +70,9 @@ class ProgramReader {
   /// another tensor (`x[i] = v`) or into a parameter or buffer.
   std::string written_value(const nlohmann::json& node, const c10::FunctionSchema& schema);
 
+  /// What the program records of tensor `name` (dtype, sizes, ...), or nullptr.
+  const nlohmann::json* tensor_value(const std::string& name) const;
+
   /// The last size of tensor `name` when the program records it as a number.
   c10::optional<int64_t> last_size(const std::string& name) const;
 
@@ -123,7 +126,8 @@ class ProgramReader {
   const nlohmann::json& graph_;
   GraphBuilder b_;
   std::map<std::string, Value> values_;
-  std::set<std::string> views_;  // values that are views of others (slices, transposes, ...)
+  std::vector<std::vector<ModuleEntry>> stacks_;  // each node's nn_module_stack, in node order
+  std::set<std::string> views_;                   // values that are views of others (slices, transposes, ...)
   std::map<std::string, int> last_use_;
   std::string where_;
   int depth_ = 0;
