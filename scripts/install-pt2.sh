@@ -4,12 +4,13 @@
 # transformers, onnx and onnxruntime of tests/pt2/requirements.txt (CPU use;
 # PyPI's torch wheel needs its CUDA runtime libraries even so). Debian's
 # python3-torch 1.13 stays the FX oracle; this is the PyTorch 2 oracle.
-#   install-pt2.sh [VENV]   (default $QFX_PT2_VENV, else /opt/qfx-pt2)
+#   install-pt2.sh [VENV [REQUIREMENTS]]   (default $QFX_PT2_VENV, else /opt/qfx-pt2;
+#   tests/pt2/requirements-2.5.txt makes the PyTorch 2.5 venv of the flat-layout fixtures)
 # Prints the venv's python. Nothing is done when it is already complete.
 set -euo pipefail
 venv=${1:-${QFX_PT2_VENV:-/opt/qfx-pt2}}
 here=$(cd "$(dirname "$0")/.." && pwd)
-requirements="$here/tests/pt2/requirements.txt"
+requirements=${2:-"$here/tests/pt2/requirements.txt"}
 stamp="$venv/.qfx-requirements"
 if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$requirements"; then
   echo "$venv/bin/python"
@@ -23,6 +24,8 @@ rm -rf "$venv"
 /usr/bin/python3 -m venv "$venv" >&2
 "$venv/bin/pip" install --quiet --disable-pip-version-check pip==26.3 >&2
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$requirements" >&2
-"$venv/bin/python" -c 'import torch, torchvision, torchao, transformers, onnx, onnxruntime' >&2
+modules=torch,torchvision,torchao,transformers,onnx,onnxruntime
+grep -q '^torchvision==' "$requirements" || modules=torch,numpy
+"$venv/bin/python" -c "import $modules" >&2
 cp "$requirements" "$stamp"
 echo "$venv/bin/python"

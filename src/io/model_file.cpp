@@ -57,9 +57,6 @@ namespace {
 
 /// The one-line error for a format qfx has no reader of.
 void refuse_unreadable(const std::string& path, ModelFormat format) {
-  TORCH_CHECK(format != ModelFormat::kPt2Flat, "'", path,
-              "' is a torch.export archive in the layout of PyTorch 2.0-2.7 (serialized_exported_program.json); "
-              "qfx reads the PT2 archive of PyTorch 2.8 and later: load it and save it again with torch.export.save");
   TORCH_CHECK(format != ModelFormat::kOnnx, "'", path,
               "' is an ONNX model; qfx reads TorchScript archives (.pt) and torch.export archives (.pt2) (it writes "
               "ONNX)");
@@ -72,7 +69,7 @@ void check_model_readable(const std::string& path) { refuse_unreadable(path, mod
 std::unique_ptr<ir::GraphModule> load_model(const std::string& path, const ImportOptions& options) {
   ModelFormat format = model_format(path);
   refuse_unreadable(path, format);
-  if (format == ModelFormat::kPt2) return import_pt2(path, options);
+  if (format == ModelFormat::kPt2 || format == ModelFormat::kPt2Flat) return import_pt2(path, options);
   return import_torchscript(path, options);
 }
 

@@ -3,11 +3,8 @@
 #include "qfx/io/tensor_io.h"
 
 #include "qfx/io/memory_bounds.h"
-#include "pickle_rewrite.h"
+#include "torch_save.h"
 #include "zip_check.h"
-
-#include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/unpickler.h>
 
 #include <c10/util/Exception.h>
 #include <torch/serialize.h>
@@ -23,36 +20,6 @@
 namespace qfx::io {
 
 namespace {
-
-// torch::pickle_load, with the pickle first passed through
-// expand_single_item_ops (LibTorch's unpickler lacks APPEND and SETITEM).
-c10::IValue unpickle_torch_save(const std::vector<char>& bytes, const std::string& what) {
-  caffe2::serialize::PyTorchStreamReader archive(
-      std::make_shared<detail::BoundedMemoryAdapter>(std::string_view(bytes.data(), bytes.size())));
-  auto [data, size] = archive.getRecord("data.pkl");
-  std::string pickle = detail::expand_single_item_ops(std::string_view(static_cast<const char*>(data.get()), size),
-                                                      what + " (data.pkl)");
-  size_t position = 0;
-  auto read = [&](char* buffer, size_t n) {
-    n = std::min(n, pickle.size() - position);
-    std::memcpy(buffer, pickle.data() + position, n);
-    position += n;
-    return n;
-  };
-  std::map<const void*, size_t> record_sizes;  // a storage's data -> the bytes its record holds
-  auto read_record = [&](const std::string& name) {
-    auto [record, record_size] = archive.getRecord("data/" + name);
-    record_sizes[record.get()] = record_size;
-    return std::move(record);
-  };
-  torch::jit::Unpickler unpickler(read, nullptr, nullptr, read_record, c10::nullopt);
-  c10::IValue value = unpickler.parse_ivalue();
-  check_storages(value, what, [&](const c10::Storage& storage) -> std::optional<uint64_t> {
-    auto it = record_sizes.find(storage.data());
-    return it == record_sizes.end() ? std::nullopt : std::optional<uint64_t>(it->second);
-  });
-  return value;
-}
 
 /// Throws: `path` is not a torch.save file qfx reads, because of `cause`.
 void not_torch_save(const std::string& path, const std::string& cause) {
@@ -76,7 +43,7 @@ c10::IValue load_value(const std::string& path) {
   }
   c10::IValue value;
   try {
-    value = unpickle_torch_save(bytes, "'" + path + "'");
+    value = detail::read_torch_save(std::string_view(bytes.data(), bytes.size()), "'" + path + "'");
   } catch (const c10::Error& e) {
     std::string cause = e.what_without_backtrace();
     if (cause.rfind("'" + path + "'", 0) == 0) throw;  // a short record, named already

@@ -130,7 +130,7 @@ std::vector<ZipRecord> zip_directory(std::istream& file, const std::string& path
   for (uint64_t i = 0, at = directory.offset; i < directory.entries; ++i) {
     Entry e = read_entry(zip, at, path);
     at = e.next;
-    records.push_back({e.name, e.size});
+    records.push_back({e.name, e.size, e.method == 0, {}});
   }
   return records;
 }
@@ -143,7 +143,7 @@ std::vector<ZipRecord> check_zip_crcs(std::string_view archive, const std::strin
   for (uint64_t i = 0; i < directory.entries; ++i) {
     Entry e = read_entry(zip, at, path);
     at = e.next;
-    records.push_back({e.name, e.size});
+    records.push_back({e.name, e.size, e.method == 0, {}});
     if (e.method != 0) continue;  // stored records only (LibTorch writes nothing else)
     TORCH_CHECK(zip.read(e.local, 4) == kLocalHeader, "'", path, "': not a valid zip archive (record '", e.name,
                 "' has no header)");
@@ -157,6 +157,7 @@ std::vector<ZipRecord> check_zip_crcs(std::string_view archive, const std::strin
     }
     TORCH_CHECK(static_cast<uint32_t>(crc) == e.crc, "'", path, "': record '", e.name,
                 "' is corrupt (its CRC-32 does not match the archive's directory)");
+    records.back().data = bytes;
   }
   return records;
 }

@@ -16,9 +16,11 @@ namespace qfx::io::detail {
 struct ZipRecord {
   std::string name;
   uint64_t size = 0;  ///< uncompressed bytes
+  bool stored = true;     ///< not compressed
+  std::string_view data;  ///< a stored record's bytes (check_zip_crcs only)
 };
 
-/// The records of `archive` (the file's bytes). c10::Error "'<path>': record
+/// The records of `archive` (the file's bytes), each stored one with its bytes. c10::Error "'<path>': record
 /// '<name>' is corrupt ..." for the first stored record whose CRC-32 differs
 /// from its central directory entry; also an error when the directory itself
 /// is malformed. Zip64 archives included.

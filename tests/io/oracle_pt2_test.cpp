@@ -85,6 +85,52 @@ TEST_P(OraclePt2, KeepsTheDynamicBatch) {
 
 INSTANTIATE_TEST_SUITE_P(Models, OraclePt2, ::testing::Values("fashion_cnn", "residual", "mlp", "lstm", "upsample"));
 
+// The flat layout torch.export.save wrote up to PyTorch 2.7, in its 2.6/2.7 form (schema 8): the
+// same program as the 2.8+ archive, read into the same graph, quantized to the same outputs.
+class OraclePt2Flat : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OraclePt2Flat, ReadsAsThePt2Archive) {
+  torch::NoGradGuard no_grad;
+  auto io = io::load_value(pt2_fixture(GetParam() + ".io.pt")).toTuple();
+  at::Tensor x = io->elements().at(0).toTensor();
+  auto flat = io::load_model(pt2_fixture(GetParam() + ".flat.pt2"));
+  auto archive = io::load_model(pt2_fixture(GetParam() + ".pt2"));
+  EXPECT_EQ(flat->code(), archive->code());
+  EXPECT_EQ(flat->to_string(), archive->to_string());
+  EXPECT_TRUE(at::equal(ir::Interpreter(*flat).run({x}).toTensor(), ir::Interpreter(*archive).run({x}).toTensor()));
+  EXPECT_TRUE(
+      at::equal(quantized_output(*flat, x, Flow::kStaticQnnpack), quantized_output(*archive, x, Flow::kStaticQnnpack)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, OraclePt2Flat, ::testing::Values("residual", "lstm"));
+
+// A file PyTorch 2.5 wrote (flat layout, schema 7, strict export; its inference BatchNorm as
+// _native_batch_norm_legit_no_training, torch.flatten as a view of the batch size) from the weights
+// of NAME.pt2: its own ep.module() outputs within 1e-5 with a dynamic batch, and the same code,
+// modules and quantized outputs as the 2.8+ archive.
+class OraclePt2Legacy : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OraclePt2Legacy, ReadsPyTorch25sFile) {
+  torch::NoGradGuard no_grad;
+  auto io = io::load_value(pt2_fixture(GetParam() + ".pt25.io.pt")).toTuple();
+  at::Tensor x = io->elements().at(0).toTensor(), expected = io->elements().at(1).toTensor();
+  auto legacy = io::load_model(pt2_fixture(GetParam() + ".pt25.pt2"));
+  auto archive = io::load_model(pt2_fixture(GetParam() + ".pt2"));
+  EXPECT_EQ(legacy->to_string(), archive->to_string());
+  EXPECT_LE(test::max_relative_error(ir::Interpreter(*legacy).run({x}).toTensor(), expected), 1e-5);
+  at::Tensor wider = at::cat({x, x.flip(0)}, 0);
+  EXPECT_LE(
+      test::max_relative_error(ir::Interpreter(*legacy).run({wider}).toTensor().narrow(0, 0, x.size(0)), expected),
+      1e-5);
+  for (Flow flow : {Flow::kStaticOnednn, Flow::kStaticQnnpack, Flow::kReference, Flow::kDynamic}) {
+    auto legacy_copy = legacy->deep_copy(), archive_copy = archive->deep_copy();
+    EXPECT_TRUE(at::equal(quantized_output(*legacy_copy, x, flow), quantized_output(*archive_copy, x, flow)))
+        << static_cast<int>(flow);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, OraclePt2Legacy, ::testing::Values("residual", "mlp"));
+
 // PyTorch 2's F.scaled_dot_product_attention, which LibTorch 1.13 lacks, read as its math (docs/pt2.md).
 TEST(OraclePt2Only, AttentionRunsAsEpModule) {
   torch::NoGradGuard no_grad;

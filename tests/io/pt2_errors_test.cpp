@@ -92,7 +92,7 @@ TEST(Pt2Errors, RefusesAnUnknownSchemaVersion) {
                             }));
   EXPECT_EQ(error_of(path), "cannot read '" + path +
                                 "': models/model.json has schema version 99.1; qfx reads torch.export schema "
-                                "versions 7 to 8 (PyTorch 2.3 to 2.15)");
+                                "versions 7 to 8 (PyTorch 2.5 to 2.15)");
 }
 
 TEST(Pt2Errors, NamesTheNodeAtFault) {
@@ -113,6 +113,40 @@ TEST(Pt2Errors, NamesTheNodeAtFault) {
   EXPECT_EQ(error_of(path), "cannot read '" + path +
                                 "': node 'add': op torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default "
                                 "has no schema in LibTorch 1.13's ATen");
+}
+
+/// The flat residual fixture (PyTorch 2.6/2.7's layout) with `change` applied to its bytes.
+std::string flat_edited(const std::string& name, const std::function<void(std::string&)>& change) {
+  std::ifstream in(test::source_file("tests/pt2/fixtures/residual.flat.pt2"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  change(bytes);
+  std::string path = ::testing::TempDir() + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+/// Every occurrence of `from` in `bytes` replaced by `to` (of the same length).
+void replace_all(std::string& bytes, const std::string& from, const std::string& to) {
+  for (size_t at = bytes.find(from); at != std::string::npos; at = bytes.find(from, at + 1))
+    bytes.replace(at, from.size(), to);
+}
+
+TEST(Pt2Errors, NamesTheFlatLayoutsRecordAtFault) {
+  std::string path = flat_edited("qfx_flat_no_constants.pt2", [](std::string& bytes) {
+    replace_all(bytes, "serialized_constants.pt", "serialized_constantX.pt");
+  });
+  EXPECT_EQ(error_of(path), "cannot read '" + path + "': record 'serialized_constants.pt' is missing");
+  path = flat_edited("qfx_flat_corrupt.pt2", [](std::string& bytes) {
+    size_t weights = bytes.find("serialized_state_dict.pt");  // the local header; its data follows the name
+    bytes[weights + 24 + 200] ^= 0x5a;
+  });
+  EXPECT_EQ(error_of(path), "'" + path +
+                                "': record 'serialized_state_dict.pt' is corrupt (its CRC-32 does not match "
+                                "the archive's directory)");
+  path = flat_edited("qfx_flat_truncated.pt2", [](std::string& bytes) { bytes.resize(bytes.size() / 2); });
+  std::string error = error_of(path);
+  EXPECT_NE(error.find("'" + path + "'"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }
 
 }  // namespace

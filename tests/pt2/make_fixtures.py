@@ -7,7 +7,8 @@ virtual environment, scripts/install-pt2.sh):
 For each model of models.py: NAME.pt2 (torch.export.save of the model, a
 dynamic batch; fashion_cnn.pt2 goes to examples/fashion_mnist/), NAME.weights.npz (its state dict, from which PyTorch 1.13
 traces the same model: tests/oracle/pt2_fixtures.py) and NAME.io.pt (a tuple:
-the example input and ep.module()'s output on it). fashion_cnn carries the demo's
+the example input and ep.module()'s output on it); for the models of FLAT also
+NAME.flat.pt2, the same program in the layout PyTorch 2.6 and 2.7 wrote. fashion_cnn carries the demo's
 trained weights (examples/fashion_mnist/fashion_cnn.pt). versions.json records
 what made them.
 """
@@ -15,6 +16,7 @@ import json
 import os
 import platform
 import sys
+import zipfile
 
 import numpy as np
 import torch
@@ -23,7 +25,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import models  # noqa: E402
 
+FLAT = ('residual', 'lstm')  # also written in the 2.6/2.7 flat layout: NAME.flat.pt2
 DEMO_WEIGHTS = os.path.join(HERE, '..', '..', 'examples', 'fashion_mnist', 'fashion_cnn.pt')
+
+
+def save_flat(ep, path):
+    """ep in the flat layout torch.export.save wrote up to PyTorch 2.7 (its
+    2.6/2.7 form, schema major 8), which torch.export.load still reads."""
+    from torch._export.serde.schema import SCHEMA_VERSION
+    from torch._export.serde.serialize import serialize
+    artifact = serialize(ep)
+    with zipfile.ZipFile(path, 'w') as z:
+        z.writestr('serialized_exported_program.json', artifact.exported_program)
+        z.writestr('serialized_state_dict.pt', artifact.state_dict)
+        z.writestr('serialized_constants.pt', artifact.constants)
+        z.writestr('serialized_example_inputs.pt', artifact.example_inputs)
+        z.writestr('version', '.'.join(map(str, SCHEMA_VERSION)))
+
+
+def check_flat(path, x, y):
+    """torch.export.load reads the flat file back to the same outputs."""
+    with torch.no_grad():
+        torch.testing.assert_close(torch.export.load(path).module()(x), y, rtol=0, atol=0)
 
 
 def export(name, out):
@@ -38,6 +61,9 @@ def export(name, out):
     with torch.no_grad():
         y = ep.module()(x)
     torch.save((x, y), os.path.join(out, f'{name}.io.pt'))
+    if name in FLAT:
+        save_flat(ep, os.path.join(out, f'{name}.flat.pt2'))
+        check_flat(os.path.join(out, f'{name}.flat.pt2'), x, y)
     if name != 'fashion_cnn':  # its weights are the demo's TorchScript file's
         np.savez(os.path.join(out, f'{name}.weights.npz'),
                  **{k: v.detach().numpy() for k, v in model.state_dict().items()})

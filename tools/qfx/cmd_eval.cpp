@@ -78,7 +78,8 @@ size_t inlined_nodes(torch::jit::Module& module) {
 Forward load_model(const Options& o, std::shared_ptr<void>& keep) {
   std::shared_ptr<torch::jit::Module> module;
   // torch::jit runs TorchScript files; a .pt2 program runs in the qfx interpreter
-  if (!o.interpreter && io::model_format(o.model) != io::ModelFormat::kPt2) {
+  const io::ModelFormat format = io::model_format(o.model);
+  if (!o.interpreter && format != io::ModelFormat::kPt2 && format != io::ModelFormat::kPt2Flat) {
     io::check_model_readable(o.model);
     module = std::make_shared<torch::jit::Module>(io::load_script(o.model));
     size_t nodes = inlined_nodes(*module);

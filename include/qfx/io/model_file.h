@@ -20,7 +20,7 @@ namespace qfx::io {
 enum class ModelFormat {
   kTorchScript,  ///< a `torch.jit.save` archive
   kPt2,          ///< a `torch.export.save` archive (PyTorch 2.8+: `archive_format`)
-  kPt2Flat,      ///< the same, as PyTorch 2.0-2.7 wrote it (`serialized_exported_program.json`)
+  kPt2Flat,      ///< the same, as PyTorch 2.3-2.7 wrote it (`serialized_exported_program.json`)
   kOnnx,         ///< an ONNX ModelProto
   kUnknown,      ///< anything else (the TorchScript reader says what is wrong)
 };

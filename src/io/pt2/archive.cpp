@@ -97,18 +97,24 @@ void read_tensors(caffe2::serialize::PyTorchStreamReader& reader, const std::str
   }
 }
 
+}  // namespace
+
 void check_schema_version(const Archive& archive) {
-  const auto& version = archive.program.at("schema_version");
-  int major = version.at("major").get<int>();
+  int major = 0, minor = 0;
+  try {
+    const auto& version = archive.program.at("schema_version");
+    major = version.at("major").get<int>();
+    minor = version.value("minor", 0);
+  } catch (const nlohmann::json::exception& e) {
+    fail(archive.path, archive.model_record + " has no schema_version (" + e.what() + ")");
+  }
   if (major < kSchemaMajorMin || major > kSchemaMajorMax) {
     fail(archive.path, archive.model_record + " has schema version " + std::to_string(major) + "." +
-                           std::to_string(version.value("minor", 0)) + "; qfx reads torch.export schema versions " +
+                           std::to_string(minor) + "; qfx reads torch.export schema versions " +
                            std::to_string(kSchemaMajorMin) + " to " + std::to_string(kSchemaMajorMax) +
-                           " (PyTorch 2.3 to 2.15)");
+                           " (PyTorch 2.5 to 2.15)");
   }
 }
-
-}  // namespace
 
 c10::ScalarType scalar_type(int64_t serialized, const std::string& where) {
   // torch/_export/serde/schema.py: ScalarType
@@ -128,7 +134,9 @@ Archive read_archive(const std::string& path) {
   archive.path = path;
   std::ifstream file(path, std::ios::binary);
   if (!file) fail(path, "cannot open the file");
-  detail::zip_directory(file, path);  // a damaged directory is an error here, not in the zip reader
+  for (const detail::ZipRecord& record : detail::zip_directory(file, path)) {  // a damaged one: an error here
+    if (record.name == "serialized_exported_program.json") return read_flat_archive(path);
+  }
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> reader;
   try {
     reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
@@ -147,11 +155,8 @@ Archive read_archive(const std::string& path) {
     }
   }
   archive.program = record_json(*reader, path, archive.model_record);
-  try {
-    check_schema_version(archive);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, archive.model_record + " has no schema_version (" + e.what() + ")");
-  }
+  check_schema_version(archive);
+  upgrade_program(archive);
   read_tensors(*reader, path, "data/weights/", "model_weights_config.json", archive.tensors);
   read_tensors(*reader, path, "data/constants/", "model_constants_config.json", archive.tensors);
   return archive;

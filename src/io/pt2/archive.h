@@ -22,12 +22,29 @@ struct Archive {
   std::map<std::string, at::Tensor> tensors;  ///< "conv.weight", "bn.running_mean", constants by name
 };
 
-/// Reads the PT2 archive at `path` (PyTorch 2.8+ layout: `archive_format`,
-/// `models/<name>.json`, raw tensors under `data/`). c10::Error naming the
+/// Reads the PT2 archive at `path`: PyTorch 2.8+'s layout (`archive_format`,
+/// `models/<name>.json`, raw tensors under `data/`) or 2.3-2.7's flat one
+/// (read_flat_archive). c10::Error naming the
 /// archive and the record for anything qfx cannot read: a missing or corrupt
 /// record, a tensor whose bytes disagree with its metadata, a pickled tensor
 /// (a tensor subclass), an unknown schema major version.
 Archive read_archive(const std::string& path);
+
+/// Reads the flat layout torch.export.save wrote up to PyTorch 2.7
+/// (`serialized_exported_program.json`, torch.save files of the state dict and
+/// constants, `version`); the same errors as read_archive.
+Archive read_flat_archive(const std::string& path);
+
+/// c10::Error naming the archive unless the program's schema major version is
+/// one qfx reads.
+void check_schema_version(const Archive& archive);
+
+/// The program as PyTorch 2.15's export records it (program_upgrade.cpp):
+/// a schema 7 node (PyTorch 2.5) gets the name schema 8 gives it, and a core
+/// ATen op that stands for a composite one (an inference BatchNorm's
+/// `_native_batch_norm_legit_no_training`, 2.5's view for torch.flatten) becomes
+/// that op; a node an export pass hoisted is read where its value is used.
+void upgrade_program(Archive& archive);
 
 /// A serialized ScalarType (schema.py's enum) as ATen's; c10::Error for one
 /// ATen 1.13 lacks.

@@ -22,7 +22,8 @@ std::vector<ModuleEntry> module_stack(const json& node) {
     size_t first = entry.find(','), last = entry.rfind(',');
     if (first != std::string::npos && last > first) {
       ModuleEntry e{entry.substr(0, first), entry.substr(first + 1, last - first - 1), entry.substr(last + 1)};
-      if (!e.path.empty()) stack.push_back(std::move(e));
+      // PyTorch 2.5 marks nodes its passes added (a dynamic size) with this entry, not an empty stack
+      if (!e.path.empty() && e.key != "_empty_nn_module_stack_from_metadata_hook") stack.push_back(std::move(e));
     }
     begin = end + 1;
   }

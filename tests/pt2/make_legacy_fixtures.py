@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Makes the committed .pt2 fixtures of PyTorch 2.5's flat layout (schema 7),
+run in a PyTorch 2.5 virtual environment (scripts/install-pt2.sh VENV
+tests/pt2/requirements-2.5.txt):
+
+    make_legacy_fixtures.py OUTDIR
+
+For each model of LEGACY: NAME.pt25.pt2 (torch.export.save of PyTorch 2.5,
+strict export as its default, a dynamic batch), with the weights of
+NAME.weights.npz (the same as NAME.pt2's), and NAME.pt25.io.pt (the example
+input and ep.module()'s output on it). versions-2.5.json records what made them.
+"""
+import json
+import os
+import platform
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import models  # noqa: E402
+
+LEGACY = ('residual', 'mlp')
+
+
+def export(name, out):
+    model = models.build(name)
+    weights = np.load(os.path.join(out, f'{name}.weights.npz'))
+    model.load_state_dict({k: torch.from_numpy(weights[k]) for k in weights.files})
+    x = models.example_input(name)
+    dynamic = {'x': {0: torch.export.Dim('batch', min=1, max=4096)}} if models.MODELS[name][2] else None
+    ep = torch.export.export(model, (x,), dynamic_shapes=dynamic)
+    path = os.path.join(out, f'{name}.pt25.pt2')
+    torch.export.save(ep, path)
+    with torch.no_grad():
+        y = torch.export.load(path).module()(x)
+    torch.save((x, y), os.path.join(out, f'{name}.pt25.io.pt'))
+
+
+def main():
+    out = sys.argv[1]
+    for name in LEGACY:
+        export(name, out)
+        print(f'{name}: written to {out}')
+    with open(os.path.join(out, 'versions-2.5.json'), 'w') as f:
+        json.dump({'torch': torch.__version__, 'numpy': np.__version__, 'python': platform.python_version()}, f,
+                  indent=1)
+        f.write('\n')
+
+
+if __name__ == '__main__':
+    main()
