@@ -31,8 +31,17 @@ DtypeInfo from_qconfig(const quant::QConfig& qconfig) {
   return info;
 }
 
+/// The dtype an importer recorded for the node's value when it is not a floating type.
+std::optional<c10::ScalarType> recorded_dtype(const ir::Node& node) {
+  auto it = node.meta().find(ir::kValueDtypeMeta);
+  if (it == node.meta().end()) return std::nullopt;
+  return std::any_cast<c10::ScalarType>(it->second);
+}
+
 DtypeInfo call_dtypes(const ir::Node& node, const ir::GraphModule& gm, const QuantMatches& matches,
                       const quant::QConfigAny& qconfig, std::unordered_map<const ir::Node*, bool>& cache) {
+  // beyond 1.13, which would observe it and fail to quantize it when the model runs
+  if (auto dtype = recorded_dtype(node)) return both(*dtype);
   if (has_no_tensors(ir::Argument(const_cast<ir::Node*>(&node)), gm, cache)) return both(std::nullopt);
   if (node.op() == ir::Opcode::kCallFunction && node.target() == ir::op::kGetitem) return both(c10::kFloat);
   auto match = matches.find(&node);
@@ -124,6 +133,7 @@ std::unordered_map<const ir::Node*, DtypeInfo> target_dtypes(
     switch (node->op()) {
       case ir::Opcode::kPlaceholder:
         infos[node] = both(contains(input_quantized_indexes, inputs_seen++) ? c10::kQUInt8 : c10::kFloat);
+        if (auto dtype = recorded_dtype(*node)) infos[node] = both(*dtype);
         break;
       case ir::Opcode::kOutput:
         infos[node] = both(contains(output_quantized_indexes, 0) ? c10::kQUInt8 : c10::kFloat);

@@ -10,6 +10,7 @@
 #include "qfx/io/model_file.h"
 #include "qfx/io/pt2_import.h"
 #include "qfx/io/tensor_io.h"
+#include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
 #include "qfx/quant/qconfig.h"
@@ -141,6 +142,37 @@ TEST(OraclePt2Only, AttentionRunsAsEpModule) {
   at::Tensor wider = at::cat({x, x}, 0);
   EXPECT_LE(test::max_relative_error(ir::Interpreter(*gm).run({wider}).toTensor(), at::cat({expected, expected}, 0)),
             1e-5);
+}
+
+// An int64 arange of positions (GPT-2's, shifted by + 0) and a mask built by slice assignments
+// (Swin's): the positions are neither observed nor quantized (1.13 would observe them and fail
+// when the model runs), the assignments read as FX's operator.setitem, and the int8 file
+// qfx writes runs in LibTorch.
+TEST(OraclePt2Only, PositionsAndAssignments) {
+  torch::NoGradGuard no_grad;
+  auto io = io::load_value(pt2_fixture("positions.io.pt")).toTuple();
+  at::Tensor x = io->elements().at(0).toTensor(), expected = io->elements().at(1).toTensor();
+  auto gm = io::import_pt2(pt2_fixture("positions.pt2"));
+  std::string code = gm->code();
+  EXPECT_NE(code.find("new_zeros[(slice(None, 3, None), slice(3, None, None))] = 1.0;  setitem = new_zeros"),
+            std::string::npos)
+      << code;
+  EXPECT_NE(code.find("setitem[(slice(3, None, None), slice(None, 3, None))] = 2.0;  setitem_1 = setitem"),
+            std::string::npos)
+      << code;
+  EXPECT_LE(test::max_relative_error(ir::Interpreter(*gm).run({x}).toTensor(), expected), 1e-5);
+  test::EngineGuard guard("qnnpack");
+  prepare_fx(*gm, quant::get_default_qconfig_mapping("qnnpack"), backend::get_qnnpack_backend_config());
+  std::string prepared = gm->code();
+  EXPECT_NE(prepared.find("add = arange + 0;  arange = None\n"), std::string::npos) << prepared;  // not observed
+  EXPECT_NE(prepared.find("pos = self.pos(add)"), std::string::npos) << prepared;
+  ir::Interpreter(*gm).run({x});
+  convert_fx(*gm, backend::get_qnnpack_backend_config());
+  at::Tensor quantized = ir::Interpreter(*gm).run({x}).toTensor();
+  EXPECT_LE(test::max_relative_error(quantized, expected), 0.05);
+  std::string path = ::testing::TempDir() + "qfx_positions_int8.pt";
+  io::export_torchscript(*gm, path);
+  EXPECT_TRUE(at::equal(torch::jit::load(path).forward({x}).toTensor(), quantized));
 }
 
 }  // namespace

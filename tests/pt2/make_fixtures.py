@@ -35,12 +35,13 @@ def save_flat(ep, path):
     from torch._export.serde.schema import SCHEMA_VERSION
     from torch._export.serde.serialize import serialize
     artifact = serialize(ep)
+    records = [('serialized_exported_program.json', artifact.exported_program),
+               ('serialized_state_dict.pt', artifact.state_dict), ('serialized_constants.pt', artifact.constants),
+               ('serialized_example_inputs.pt', artifact.example_inputs),
+               ('version', '.'.join(map(str, SCHEMA_VERSION)))]
     with zipfile.ZipFile(path, 'w') as z:
-        z.writestr('serialized_exported_program.json', artifact.exported_program)
-        z.writestr('serialized_state_dict.pt', artifact.state_dict)
-        z.writestr('serialized_constants.pt', artifact.constants)
-        z.writestr('serialized_example_inputs.pt', artifact.example_inputs)
-        z.writestr('version', '.'.join(map(str, SCHEMA_VERSION)))
+        for name, data in records:  # no time stamps: the same program makes the same file
+            z.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data)
 
 
 def check_flat(path, x, y):

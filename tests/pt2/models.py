@@ -123,6 +123,23 @@ class AttentionNet(nn.Module):
         return self.out(y.transpose(1, 2).reshape(x.size(0), x.size(1), 16))
 
 
+class PositionNet(nn.Module):
+    """Positions (an int64 arange, shifted as GPT-2 shifts them) embedded and added; Swin's way of
+    building a mask: slice assignments into a new tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Embedding(8, 6)
+        self.fc = nn.Linear(6, 6)
+
+    def forward(self, x):
+        positions = torch.arange(x.size(1)) + 0
+        mask = x.new_zeros((6, 6))
+        mask[0:3, 3:] = 1.0
+        mask[3:, :3] = 2.0
+        return self.fc(x + self.pos(positions)) + mask
+
+
 # name -> (class, input shape, dynamic batch, PyTorch 1.13 traces it too)
 MODELS = {
     "fashion_cnn": (FashionCNN, (4, 1, 28, 28), True, True),
@@ -131,6 +148,7 @@ MODELS = {
     "lstm": (LstmNet, (2, 5, 8), True, True),
     "upsample": (UpsampleNet, (2, 3, 8, 8), True, True),
     "attention": (AttentionNet, (2, 6, 16), True, False),
+    "positions": (PositionNet, (2, 6, 6), True, False),
 }
 
 

@@ -59,6 +59,11 @@ struct OpInput {
 /// (FX does not record arguments left at their default).
 bool is_default(const c10::Argument& schema_arg, const OpInput& input);
 
+/// `x[outer][inner]` as one index `x[outer]` (FX's `x[a:b, c:d]`) when every
+/// part of `outer` is a slice (the dimensions line up); false when the two
+/// cannot be merged.
+bool merge_index(ir::Argument::Items& outer, const ir::Argument::Items& inner);
+
 /// True for modules FX treats as leaves: defined under `torch.nn` or
 /// `torch.ao.nn`, except the containers qfx traces through (traced_through).
 bool is_leaf_module(const std::string& python_class);

@@ -52,6 +52,11 @@ inline constexpr const char* kScopeMeta = "scope";
 /// `meta()[kInputTypeMeta]`; export annotates the argument with it.
 inline constexpr const char* kInputTypeMeta = "input_type";
 
+/// The dtype of a node's tensor value when an importer knows it is not a
+/// floating type (an `arange`'s positions, a bool mask), a c10::ScalarType in
+/// `meta()[kValueDtypeMeta]`: prepare neither observes nor quantizes it.
+inline constexpr const char* kValueDtypeMeta = "value_dtype";
+
 /// One operation in a Graph. Created and destroyed only by its Graph.
 class Node {
  public:

@@ -81,6 +81,23 @@ bool is_default(const c10::Argument& schema_arg, const OpInput& input) {
   return input.constant && schema_arg.default_value() && static_equals(*input.constant, *schema_arg.default_value());
 }
 
+bool merge_index(ir::Argument::Items& outer, const ir::Argument::Items& inner) {
+  const ir::Argument whole = ir::Argument::slice({}, {}, {});
+  for (const ir::Argument& part : outer) {
+    if (part.kind() != ir::Argument::Kind::kSlice) return false;
+  }
+  for (size_t k = 0; k < inner.size(); ++k) {
+    if (k >= outer.size()) {
+      outer.push_back(inner[k]);
+    } else if (outer[k] == whole) {
+      outer[k] = inner[k];
+    } else if (inner[k] != whole) {
+      return false;
+    }
+  }
+  return true;
+}
+
 ir::Argument GraphBuilder::argument(const OpInput& input, const c10::TypePtr& type) {
   if (input.value) return input.value(type);
   return constant(input.constant.value_or(c10::IValue()), type);

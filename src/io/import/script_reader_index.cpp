@@ -21,24 +21,6 @@ bool is_view_op(const torch::jit::Node& node) {
   return node.kind() == c10::aten::slice || node.kind() == c10::aten::select;
 }
 
-/// `x[a][b]` as one index `x[c]` when every part of `a` is a slice (the
-/// dimensions line up); false when the two cannot be merged.
-bool merge_index(ir::Argument::Items& outer, const ir::Argument::Items& inner) {
-  for (const ir::Argument& part : outer) {
-    if (part.kind() != ir::Argument::Kind::kSlice) return false;
-  }
-  for (size_t k = 0; k < inner.size(); ++k) {
-    if (k >= outer.size()) {
-      outer.push_back(inner[k]);
-    } else if (outer[k] == full_slice()) {
-      outer[k] = inner[k];
-    } else if (inner[k] != full_slice()) {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 bool ScriptReader::written_through(const torch::jit::Value& view) {

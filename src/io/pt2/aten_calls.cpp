@@ -17,16 +17,16 @@ bool constant_is(const NamedArgs& a, const std::string& name, const std::functio
   return c && test(*c);
 }
 
-/// x[..., index] with `index` at dimension `dim` (a constant, not negative).
-ir::Node* getitem_at(GraphBuilder& b, const NamedArgs& a, const ir::Argument& index, const std::string& op) {
+/// The index of x[..., index] with `index` at dimension `dim` (a constant, not negative).
+ir::Argument::Items index_at(GraphBuilder& b, const NamedArgs& a, const ir::Argument& index, const std::string& op) {
   auto dim = a.constant("dim");
   if (!dim || !dim->isInt() || dim->toInt() < 0) b.fail(op + " with a dimension that is not a constant >= 0");
   ir::Argument::Items parts(static_cast<size_t>(dim->toInt()), whole());
   parts.push_back(index);
-  return b.getitem(a.arg("self"), parts.size() == 1 ? parts[0] : ir::Argument::tuple(parts));
+  return parts;
 }
 
-ir::Node* slice(GraphBuilder& b, const NamedArgs& a) {
+ir::Argument::Items slice_index(GraphBuilder& b, const NamedArgs& a) {
   auto bound = [&](const char* name, int64_t trivial) -> ir::Argument {
     if (constant_is(a, name, [&](const c10::IValue& v) { return v.isNone() || (v.isInt() && v.toInt() == trivial); })) {
       return {};
@@ -35,7 +35,11 @@ ir::Node* slice(GraphBuilder& b, const NamedArgs& a) {
   };
   ir::Argument index =
       ir::Argument::slice(bound("start", 0), bound("end", std::numeric_limits<int64_t>::max()), bound("step", 1));
-  return getitem_at(b, a, index, "aten::slice");
+  return index_at(b, a, index, "aten::slice");
+}
+
+ir::Argument key_of(const ir::Argument::Items& parts) {
+  return parts.size() == 1 ? parts[0] : ir::Argument::tuple(parts);
 }
 
 ir::Node* tensor_index(GraphBuilder& b, const NamedArgs& a) {
@@ -44,7 +48,7 @@ ir::Node* tensor_index(GraphBuilder& b, const NamedArgs& a) {
   ir::Argument::Items parts;
   ir::Argument indices = a.arg("indices");
   for (const ir::Argument& item : indices.items()) parts.push_back(item.is_none() ? whole() : item);
-  return b.getitem(base, parts.size() == 1 ? parts[0] : ir::Argument::tuple(parts));
+  return b.getitem(base, key_of(parts));
 }
 
 ir::Node* interpolate(GraphBuilder& b, const NamedArgs& a, const ir::UpsampleMapping& up) {
@@ -104,12 +108,18 @@ ir::Node* to_dtype(GraphBuilder& b, const NamedArgs& a) {
 
 }  // namespace
 
+ir::Argument::Items view_index(GraphBuilder& b, const std::string& op, const NamedArgs& a) {
+  return op == "aten::slice" ? slice_index(b, a) : index_at(b, a, a.arg("index"), op);
+}
+
 bool is_newer_op(const std::string& op) { return op == "aten::scaled_dot_product_attention" || op == "aten::sym_size"; }
 
 ir::Node* call_special(GraphBuilder& b, const std::string& op, const NamedArgs& a) {
   if (op == "aten::sym_size") return b.call(ir::Opcode::kCallMethod, "size", {a.arg("self"), a.arg("dim")});
-  if (op == "aten::slice") return slice(b, a);
-  if (op == "aten::select") return getitem_at(b, a, a.arg("index"), op);
+  if (op == "aten::slice" || op == "aten::select") {
+    ir::Argument key = key_of(view_index(b, op, a));  // its values before self's, as before
+    return b.getitem(a.arg("self"), key);
+  }
   if (op == "aten::index") return tensor_index(b, a);
   if (const ir::UpsampleMapping* up = ir::find_upsample_mapping(op)) return interpolate(b, a, *up);
   if (op == "aten::scaled_dot_product_attention") return attention(b, a);

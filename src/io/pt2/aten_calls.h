@@ -27,6 +27,9 @@ struct NamedArgs {
 /// The FX node of `op` (`aten::slice`, overload `Tensor`) when it has a special form; nullptr otherwise.
 ir::Node* call_special(GraphBuilder& b, const std::string& op, const NamedArgs& args);
 
+/// The index of `x[...]` that `op` (aten::slice or aten::select) takes of its `self`.
+ir::Argument::Items view_index(GraphBuilder& b, const std::string& op, const NamedArgs& args);
+
 /// True for ops call_special reads without a LibTorch 1.13 schema (their arguments by the program's names).
 bool is_newer_op(const std::string& op);
 

@@ -46,18 +46,24 @@ void ProgramReader::drop_unused_sizes() {
   TORCH_CHECK(false, "cannot read '", archive_.path, "': ", where_.empty() ? "" : "node '" + where_ + "': ", what);
 }
 
-/// The last node that reads each value (graph outputs: after every node).
+/// The last node that reads each value (graph outputs: after every node), and every reader.
 void ProgramReader::uses() {
   const json& nodes = graph_.at("nodes");
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (const json& input : nodes[i].at("inputs")) {
-      for (const std::string& name : value_names(input.at("arg"))) last_use_[name] = static_cast<int>(i);
+      for (const std::string& name : value_names(input.at("arg"))) {
+        last_use_[name] = static_cast<int>(i);
+        readers_[name].push_back({i, input.at("name").get<std::string>()});
+      }
     }
   }
   for (const json& spec : archive_.program.at("graph_module").at("signature").at("output_specs")) {
     for (const auto& [kind, body] : spec.items()) {
       if (!body.is_null() && body.contains("arg")) {
-        for (const std::string& name : value_names(body.at("arg"))) last_use_[name] = INT_MAX;
+        for (const std::string& name : value_names(body.at("arg"))) {
+          last_use_[name] = INT_MAX;
+          readers_[name].push_back({SIZE_MAX, ""});
+        }
       }
     }
   }
@@ -70,7 +76,7 @@ void ProgramReader::inputs() {
     if (kind == "user_input") {
       auto names = value_names(body.at("arg"));
       if (argument_kind(body.at("arg")) != "as_tensor") fail("a model input that is not a tensor");
-      values_[names.at(0)].arg = b_.placeholder(names.at(0), "Tensor");
+      bind_value(names.at(0), b_.placeholder(names.at(0), "Tensor"));
       continue;
     }
     static const std::map<std::string, std::string> kStateName = {
@@ -137,8 +143,9 @@ void ProgramReader::read_node(const json& node, const std::vector<ModuleEntry>& 
     return;
   }
   const c10::FunctionSchema& schema = schema_of(node, op);
-  std::string written = written_value(node, schema);
   std::vector<OpInput> inputs = op_inputs(node, schema);
+  if (read_assignment(node, op.name, schema_args(node, schema, inputs))) return;
+  std::string written = written_value(node, schema);
   ir::Node* result = call_special(b_, op.name, schema_args(node, schema, inputs));
   if (result == nullptr && ir::find_op_mapping(op.name) != nullptr) {
     result = b_.call_mapped(op.name, schema.arguments(), inputs);
@@ -186,18 +193,26 @@ void ProgramReader::bind(const json& node, ir::Node* result) {
   if (outputs.size() == 1) {
     std::string kind = argument_kind(outputs[0]);
     if (kind != "as_tensors") {
-      for (const std::string& name : value_names(outputs[0])) values_[name].arg = result;
+      for (const std::string& name : value_names(outputs[0])) bind_value(name, result);
       return;
     }
     int64_t i = 0;
-    for (const std::string& name : value_names(outputs[0])) values_[name].arg = b_.getitem(result, i++);
+    for (const std::string& name : value_names(outputs[0])) bind_value(name, b_.getitem(result, i++));
     return;
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    for (const std::string& name : value_names(outputs[i])) {
-      values_[name].arg = b_.getitem(result, static_cast<int64_t>(i));
-    }
+    for (const std::string& name : value_names(outputs[i])) bind_value(name, b_.getitem(result, static_cast<int64_t>(i)));
   }
+}
+
+/// `name` is the value of `node`; a tensor the program records as neither float nor complex is
+/// marked so (ir::kValueDtypeMeta).
+void ProgramReader::bind_value(const std::string& name, ir::Node* node) {
+  values_[name].arg = node;
+  const json* meta = tensor_value(name);
+  if (meta == nullptr || !meta->contains("dtype")) return;
+  c10::ScalarType dtype = scalar_type(meta->at("dtype").get<int64_t>(), "value '" + name + "'");
+  if (!c10::isFloatingType(dtype) && !c10::isComplexType(dtype)) node->meta()[ir::kValueDtypeMeta] = dtype;
 }
 
 /// A named value's graph argument; a parameter, buffer or constant becomes a get_attr at first use.

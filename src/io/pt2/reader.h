@@ -86,8 +86,20 @@ class ProgramReader {
   NamedArgs schema_args(const nlohmann::json& node, const c10::FunctionSchema& schema,
                         const std::vector<OpInput>& inputs);
 
+  /// `x[index] = v` (slices or selects of x, then fill_ or copy_ on the view) as FX's
+  /// operator.setitem: a view only an assignment writes is recorded, not read; the write
+  /// becomes setitem on its base. False for other nodes (program_writes.cpp).
+  bool read_assignment(const nlohmann::json& node, const std::string& op, const NamedArgs& args);
+
+  /// True when every reader of `value` writes through it: fill_ or copy_ into it, or a slice or
+  /// select of it that is written through.
+  bool written_through(const std::string& value) const;
+
   /// The values a node makes: its result, or getitems of it.
   void bind(const nlohmann::json& node, ir::Node* result);
+
+  /// `name` is `node`'s value (its dtype recorded when it is not a floating type).
+  void bind_value(const std::string& name, ir::Node* node);
 
   /// What one leaf call's nodes make and read.
   struct LeafRun {
@@ -129,6 +141,16 @@ class ProgramReader {
   std::vector<std::vector<ModuleEntry>> stacks_;  // each node's nn_module_stack, in node order
   std::set<std::string> views_;                   // values that are views of others (slices, transposes, ...)
   std::map<std::string, int> last_use_;
+  struct Reader {
+    size_t node;        ///< its index; SIZE_MAX for the program's outputs
+    std::string input;  ///< the input's schema name
+  };
+  std::map<std::string, std::vector<Reader>> readers_;  // each value's readers
+  struct WrittenView {
+    std::string base;  ///< the value written into
+    ir::Argument::Items index;
+  };
+  std::map<std::string, WrittenView> written_views_;  // views read only by assignments into them
   std::string where_;
   int depth_ = 0;
 };
