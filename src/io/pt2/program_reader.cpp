@@ -201,7 +201,8 @@ void ProgramReader::bind(const json& node, ir::Node* result) {
     return;
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    for (const std::string& name : value_names(outputs[i])) bind_value(name, b_.getitem(result, static_cast<int64_t>(i)));
+    for (const std::string& name : value_names(outputs[i]))
+      bind_value(name, b_.getitem(result, static_cast<int64_t>(i)));
   }
 }
 

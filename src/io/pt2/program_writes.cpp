@@ -57,7 +57,8 @@ bool ProgramReader::read_assignment(const json& node, const std::string& op, con
     }
   }
   const WrittenView& target = view->second;
-  if (!values_[target.base].state.empty()) fail(op + " writes " + values_[target.base].state + ", a tensor of the model");
+  if (!values_[target.base].state.empty())
+    fail(op + " writes " + values_[target.base].state + ", a tensor of the model");
   ir::Argument key = target.index.size() == 1 ? target.index[0] : ir::Argument::tuple(target.index);
   ir::Argument assigned = args.arg(op == "aten::fill_" ? "value" : "src");
   // later reads of the base read the assignment, as the TorchScript reader's do (its value is the base)

@@ -63,6 +63,7 @@ Decline lower_static_functional(Lowering& l, const RuleMatch& m) {
   ir::Node* func = m.anchor_node();
   if (node_has_none_qconfig(*func)) return "its qconfig is None";
   ir::Node* q = m.output();
+  if (std::string why = read_as_float(*func, *q); !why.empty()) return why;
   ir::Node* relu = q->args()[0].to_node() != func ? q->args()[0].to_node() : nullptr;
   ir::Node* input_dq = func->args()[0].to_node();
   ir::Node* weight = func->args()[1].to_node()->args()[0].to_node();

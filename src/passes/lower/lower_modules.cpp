@@ -36,6 +36,7 @@ Decline lower_static_module(StaticModules& s, const RuleMatch& m) {
   ir::Node* ref = m.anchor_node();
   if (node_has_none_qconfig(*ref)) return "its qconfig is None";
   if (s.lowered.count(ref) > 0) return "lowered at another quantize node";
+  if (std::string why = read_as_float(*ref, *q); !why.empty()) return why;
   const Lowering::Build& build = s.builds[m.index];
   auto quantized = s.l.make_quantized(*ref, build.type, build.output);
   if (!quantized) return s.l.refusals.at(ref);

@@ -94,6 +94,7 @@ Decline lower_special_pattern(Lowering& l, const RuleMatch& m) {
   // PyTorch 1.13 lowers it all the same, on the quantized kernel and its
   // input's qparams: a node left float would not be (docs/divergences.md).
   if (node_has_none_qconfig(*ref)) return "its qconfig is None: it runs on float values, as in the reference model";
+  if (std::string why = read_as_float(*ref, *q); !why.empty()) return why;
   bool is_quantize = is_call(*q, ir::Opcode::kCallFunction, ir::op::kQuantizePerTensor);
   if (!is_quantize &&
       (find_in(fixed_qparams_nodes(), *ref, l.gm).any() || find_in(default_nodes(), *ref, l.gm).any())) {

@@ -94,6 +94,10 @@ struct Lowering {
 bool is_call(const ir::Node& node, ir::Opcode op, const char* target);
 /// The scale and zero point a quantize node's get_attr arguments hold.
 nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q);
+/// Why `ref` (quantized by `q`, through a relu between them or not) is not
+/// lowered when another node reads its float value, else "": lowering would
+/// hand that node the quantized value (PyTorch 1.13 does; docs/divergences.md).
+std::string read_as_float(const ir::Node& ref, const ir::Node& q);
 
 // The steps, in _lower_to_native_backend's order, each named after the
 // PyTorch 1.13 function it mirrors (fx/_lower_to_native_backend.py); each

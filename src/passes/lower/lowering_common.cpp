@@ -92,4 +92,16 @@ nn::OutputQParams output_qparams(const Lowering& l, const ir::Node& q) {
   return {scale.item<double>(), zero_point.item<int64_t>()};
 }
 
+std::string read_as_float(const ir::Node& ref, const ir::Node& q) {
+  const ir::Node* between = q.args().at(0).is_node() && q.args()[0].to_node() != &ref ? q.args()[0].to_node() : nullptr;
+  for (const ir::Node* user : ref.users()) {
+    const ir::Node* reader = user == &q || user == between ? nullptr : user;
+    if (user == between) {
+      for (const ir::Node* next : between->users()) reader = next == &q ? reader : next;
+    }
+    if (reader != nullptr) return "%" + reader->name() + " reads its float value too";
+  }
+  return "";
+}
+
 }  // namespace qfx::passes::detail
