@@ -144,8 +144,8 @@ TEST(OraclePt2Only, AttentionRunsAsEpModule) {
             1e-5);
 }
 
-// An int64 arange of positions (GPT-2's, shifted by + 0) and a mask built by slice assignments
-// (Swin's): the positions are neither observed nor quantized (1.13 would observe them and fail
+// An int64 arange of positions (GPT-2's, shifted by + 0), a mask built by slice assignments
+// (Swin's) and a reshape by a product of sizes: the product is FX's operator.mul on x.size(0); the positions are neither observed nor quantized (1.13 would observe them and fail
 // when the model runs), the assignments read as FX's operator.setitem, and the int8 file
 // qfx writes runs in LibTorch.
 TEST(OraclePt2Only, PositionsAndAssignments) {
@@ -160,7 +160,10 @@ TEST(OraclePt2Only, PositionsAndAssignments) {
   EXPECT_NE(code.find("setitem[(slice(3, None, None), slice(None, 3, None))] = 2.0;  setitem_1 = setitem"),
             std::string::npos)
       << code;
+  EXPECT_NE(code.find("mul = size * 6\n"), std::string::npos) << code;  // arithmetic on the dynamic batch
   EXPECT_LE(test::max_relative_error(ir::Interpreter(*gm).run({x}).toTensor(), expected), 1e-5);
+  at::Tensor wider = ir::Interpreter(*gm).run({at::cat({x, x}, 0)}).toTensor();
+  EXPECT_LE(test::max_relative_error(wider, at::cat({expected, expected}, 0)), 1e-5);
   test::EngineGuard guard("qnnpack");
   prepare_fx(*gm, quant::get_default_qconfig_mapping("qnnpack"), backend::get_qnnpack_backend_config());
   std::string prepared = gm->code();

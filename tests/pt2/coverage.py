@@ -4,7 +4,9 @@ exported by PyTorch 2 (torch.export.save), then read by qfx: its float run
 against ep.module() (max relative error), and quantized (onednn default
 mapping on qnnpack, calibrated on the example input, nodes whose kernels fail
 left float) with the SQNR of the int8 model's output against float, run by
-PyTorch 1.13. Writes coverage.json and coverage.md (the table of
+PyTorch 1.13. Models of coverage_models.DYNAMIC export with a dynamic batch
+(and sequence length) and run again, float and int8, on an input of other
+sizes. Writes coverage.json and coverage.md (the table of
 docs/coverage.md); with --check, exits 1 when a row is not what
 coverage_expected.json says ("ok": read within 1e-5 of ep.module() and
 quantized; else the start of its error).
@@ -39,7 +41,7 @@ def qfx(binary, *args):
 
 RUN_INT8 = """
 import sys, torch
-torch.backends.quantized.engine = 'qnnpack'
+torch.backends.quantized.engine = sys.argv[4] if len(sys.argv) > 4 else 'qnnpack'
 y = torch.jit.load(sys.argv[1])(torch.load(sys.argv[2]))
 while not isinstance(y, torch.Tensor):
     y = next(iter(y.values())) if isinstance(y, dict) else y[0]
@@ -87,9 +89,12 @@ def agreement(binary, out, name, model):
                 qfx(binary, 'run', f, '--input', os.path.join(out, f'{name}.input.pt'), '-o', target, '--force')
             else:
                 q = f + '.int8.pt'
-                qfx(binary, 'quantize', f, '-o', q, '--engine', 'qnnpack', '--backend', 'qnnpack', '--calib',
-                    os.path.join(out, f'{name}.input.pt'), '-q', '--force', '--fallback-on-failure')
-                subprocess.run(['/usr/bin/python3', '-c', RUN_INT8, q, os.path.join(out, f'{name}.input.pt'), target])
+                engine = coverage_models.ENGINE.get(name, 'qnnpack')
+                qfx(binary, 'quantize', f, '-o', q, '--engine', engine, '--backend',
+                    'qnnpack' if engine == 'qnnpack' else 'native', '--calib', os.path.join(out, f'{name}.input.pt'),
+                    '-q', '--force', '--fallback-on-failure')
+                subprocess.run(['/usr/bin/python3', '-c', RUN_INT8, q, os.path.join(out, f'{name}.input.pt'), target,
+                                engine])
             files.append(first_tensor(torch.load(target)) if os.path.exists(target) else None)
         if files[0] is None or files[1] is None or not torch.equal(files[0], files[1]):
             return f'{suffix} outputs differ'
@@ -108,7 +113,7 @@ def row(binary, out, name):
     result = {'model': name}
     start = time.time()
     try:
-        ep = torch.export.export(model, (x,))
+        ep = torch.export.export(model, (x,), dynamic_shapes=coverage_models.dynamic_shapes(name))
     except Exception as e:  # noqa: BLE001 - PyTorch's own export failing is a row too
         result['export_error'] = str(e).splitlines()[0][:200]
         return result
@@ -126,42 +131,75 @@ def row(binary, out, name):
         return result
     got = first_tensor(torch.load(os.path.join(out, f'{name}.float.pt')))
     result['float_rel_error'] = ((got - y).abs().max() / y.abs().max().clamp_min(1e-12)).item()
-    code, error = qfx(binary, 'quantize', path, '-o', os.path.join(out, f'{name}_int8.pt'), '--engine', 'qnnpack',
-                      '--backend', 'qnnpack', '--calib', os.path.join(out, f'{name}.input.pt'), '-q', '--force',
-                      '--fallback-on-failure')
+    engine = coverage_models.ENGINE.get(name, 'qnnpack')
+    code, error = qfx(binary, 'quantize', path, '-o', os.path.join(out, f'{name}_int8.pt'), '--engine', engine,
+                      '--backend', 'qnnpack' if engine == 'qnnpack' else 'native', '--calib',
+                      os.path.join(out, f'{name}.input.pt'), '-q', '--force', '--fallback-on-failure')
     if code:
         result['quantize_error'] = error
         return result
     # the int8 TorchScript file, run by PyTorch 1.13 (Debian's python3-torch)
     r = subprocess.run(['/usr/bin/python3', '-c', RUN_INT8, os.path.join(out, f'{name}_int8.pt'),
-                        os.path.join(out, f'{name}.input.pt'), os.path.join(out, f'{name}.int8.pt')],
+                        os.path.join(out, f'{name}.input.pt'), os.path.join(out, f'{name}.int8.pt'), engine],
                        capture_output=True, text=True)
     if r.returncode:
         result['run_int8_error'] = r.stderr.strip().splitlines()[-1][:200]
         return result
     q = first_tensor(torch.load(os.path.join(out, f'{name}.int8.pt')))
     result['sqnr_db'] = round(sqnr(y, q), 2)
+    if name in coverage_models.DYNAMIC:
+        dynamic(binary, out, name, ep, x, result)
     if name in coverage_models.TORCHVISION:
         result['torchscript'] = agreement(binary, out, name, model)
     return result
 
 
+def dynamic(binary, out, name, ep, x, result):
+    """The float and int8 models on an input of other sizes along the dynamic dimensions: the float one
+    against ep.module(), the int8 one (run by PyTorch 1.13) by its SQNR."""
+    x2 = coverage_models.second_input(name, x)
+    path2 = os.path.join(out, f'{name}.input2.pt')
+    torch.save(x2, path2)
+    with torch.no_grad():
+        y2 = first_tensor(ep.module()(x2))
+    result['dynamic'] = 'x'.join(map(str, x2.shape))
+    code, error = qfx(binary, 'run', os.path.join(out, f'{name}.pt2'), '--input', path2, '-o',
+                      os.path.join(out, f'{name}.float2.pt'), '--force')
+    if code:
+        result['dynamic_error'] = error
+        return
+    got = first_tensor(torch.load(os.path.join(out, f'{name}.float2.pt')))
+    result['dynamic_rel_error'] = ((got - y2).abs().max() / y2.abs().max().clamp_min(1e-12)).item()
+    r = subprocess.run(['/usr/bin/python3', '-c', RUN_INT8, os.path.join(out, f'{name}_int8.pt'), path2,
+                        os.path.join(out, f'{name}.int8_2.pt'), coverage_models.ENGINE.get(name, 'qnnpack')],
+                       capture_output=True, text=True)
+    if r.returncode:
+        result['dynamic_error'] = 'the int8 model at ' + result['dynamic'] + ': ' + r.stderr.strip().splitlines()[-1][:160]
+        return
+    result['dynamic_sqnr_db'] = round(sqnr(y2, first_tensor(torch.load(os.path.join(out, f'{name}.int8_2.pt')))), 2)
+
+
 def status(r):
     """'ok', or the row's first error."""
-    for key in ('export_error', 'error', 'quantize_error', 'run_int8_error'):
+    for key in ('export_error', 'error', 'quantize_error', 'run_int8_error', 'dynamic_error'):
         if key in r:
             return r[key]
-    return 'ok' if r['float_rel_error'] <= 1e-5 else f"float error {r['float_rel_error']:.2e}"
+    worst = max(r['float_rel_error'], r.get('dynamic_rel_error', 0))
+    return 'ok' if worst <= 1e-5 else f"float error {worst:.2e}"
 
 
 def table(rows):
-    lines = ['| model | reads | float vs ep.module() | int8 SQNR (dB) | same as from TorchScript | status |',
-             '|---|---|---|---|---|---|']
+    lines = ['| model | reads | float vs ep.module() | int8 SQNR (dB) | dynamic: other input, float error, int8 SQNR '
+             '| same as from TorchScript | status |',
+             '|---|---|---|---|---|---|---|']
     for r in rows:
         reads = 'yes' if 'float_rel_error' in r else 'no'
         rel = f"{r['float_rel_error']:.1e}" if 'float_rel_error' in r else ''
+        dyn = (f"{r['dynamic']}, {r['dynamic_rel_error']:.1e}, {r.get('dynamic_sqnr_db', '')}"
+               if 'dynamic_rel_error' in r else '')
         text = status(r)
-        lines.append(f"| {r['model']} | {reads} | {rel} | {r.get('sqnr_db', '')} | {r.get('torchscript', '')} | "
+        model = r['model'] + (f" ({coverage_models.ENGINE[r['model']]})" if r['model'] in coverage_models.ENGINE else '')
+        lines.append(f"| {model} | {reads} | {rel} | {r.get('sqnr_db', '')} | {dyn} | {r.get('torchscript', '')} | "
                      f"{'ok' if text == 'ok' else text.replace('|', '/')[:160]} |")
     return '\n'.join(lines) + '\n'
 

@@ -87,6 +87,37 @@ TORCHVISION = {
     'deeplabv3_mobilenet_v3_large': (1, 3, 224, 224), 'lraspp_mobilenet_v3_large': (1, 3, 224, 224),
     'fcn_resnet50': (1, 3, 224, 224), 'r3d_18': (1, 3, 8, 112, 112),
 }
+# What each model exports with a dynamic dimension (export's Dim: batch, sequence length where the model
+# allows it) and a second input of other sizes: {name: ({dim: (dim name, max)}, sizes of the second input)}.
+DYNAMIC = {
+    'lstm_lm': ({0: ('batch', 64)}, (3, 12)),  # export specializes an LSTM's sequence length
+    'transformer_encoder': ({0: ('batch', 64), 1: ('seq', 4096)}, (3, 17, 32)),
+    'bert': ({0: ('batch', 64), 1: ('seq', 512)}, (3, 23)),
+    'distilbert': ({0: ('batch', 64), 1: ('seq', 512)}, (3, 23)),
+    'gpt2': ({0: ('batch', 64), 1: ('seq', 1024)}, (3, 23)),
+    'vit': ({0: ('batch', 64)}, (3, 3, 224, 224)),
+    'whisper_encoder': ({0: ('batch', 64)}, (3, 80, 3000)),  # its positional embedding fixes the frames
+}
+
+
+def dynamic_shapes(name):
+    """export's dynamic_shapes for the model's input, or None."""
+    if name not in DYNAMIC:
+        return None
+    return ({d: torch.export.Dim(n, min=2 if d else 1, max=m) for d, (n, m) in DYNAMIC[name][0].items()},)
+
+
+def second_input(name, x):
+    """An input of other sizes along the dynamic dimensions: random tokens for token models."""
+    torch.manual_seed(1)
+    sizes = DYNAMIC[name][1]
+    return torch.randint(0, int(x.max()) + 1, sizes) if not x.is_floating_point() else torch.randn(sizes)
+
+
+# Models quantized for another engine than qnnpack: qnnpack cannot save a quantized Conv3d (LibTorch 1.13
+# packs it but cannot unpack it), onednn can (on a CPU without VNNI its int8 convolutions saturate).
+ENGINE = {'r3d_18': 'onednn'}
+
 OTHERS = ['lstm_lm', 'transformer_encoder', 'bert', 'distilbert', 'gpt2', 'vit', 'whisper_encoder']
 NAMES = list(TORCHVISION) + OTHERS
 

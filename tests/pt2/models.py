@@ -125,7 +125,7 @@ class AttentionNet(nn.Module):
 
 class PositionNet(nn.Module):
     """Positions (an int64 arange, shifted as GPT-2 shifts them) embedded and added; Swin's way of
-    building a mask: slice assignments into a new tensor."""
+    building a mask: slice assignments into a new tensor; a reshape by a product of sizes."""
 
     def __init__(self):
         super().__init__()
@@ -137,7 +137,9 @@ class PositionNet(nn.Module):
         mask = x.new_zeros((6, 6))
         mask[0:3, 3:] = 1.0
         mask[3:, :3] = 2.0
-        return self.fc(x + self.pos(positions)) + mask
+        h = self.fc(x + self.pos(positions))
+        rows = h.reshape(x.size(0) * x.size(1), 6)  # arithmetic on the dynamic batch
+        return rows.view(x.size(0), 6, 6) + mask
 
 
 # name -> (class, input shape, dynamic batch, PyTorch 1.13 traces it too)

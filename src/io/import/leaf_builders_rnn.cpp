@@ -18,19 +18,19 @@ namespace {
 using ModulePtr = std::shared_ptr<torch::nn::Module>;
 
 /// The leaf's recurrent op over a padded input (a scripted forward holds the
-/// PackedSequence overload too, whose fourth argument is the params list).
+/// PackedSequence overload too, which has no batch_first).
 const ProbedOp& rnn_op(const Leaf& leaf, const std::vector<std::string>& kinds) {
   for (const ProbedOp& op : leaf.ops()) {
     bool wanted = std::find(kinds.begin(), kinds.end(), op.kind) != kinds.end();
-    if (wanted && op.inputs.size() == 9 && op.inputs[3] && op.inputs[3]->isBool()) return op;
+    if (wanted && op.has("batch_first")) return op;
   }
   return leaf.op(kinds);  // the error names the ops looked for
 }
 
 template <typename Options>
 void read_hyper_parameters(const ProbedOp& op, Options& o) {
-  o.bias(op.to_bool(3)).num_layers(op.to_int(4)).dropout(op.to_double(5)).bidirectional(op.to_bool(7));
-  o.batch_first(op.to_bool(8));
+  o.bias(op.to_bool("has_biases")).num_layers(op.to_int("num_layers")).dropout(op.to_double("dropout"));
+  o.bidirectional(op.to_bool("bidirectional")).batch_first(op.to_bool("batch_first"));
 }
 
 /// Copies every weight and bias of the leaf (weight_ih_l0, bias_hh_l1_reverse, ...).

@@ -43,32 +43,32 @@ ModulePtr relu6(const Leaf& leaf) {
 ModulePtr hardtanh(const Leaf& leaf) {
   const ProbedOp& op = op_or_inplace(leaf, "aten::hardtanh");
   return std::make_shared<torch::nn::HardtanhImpl>(
-      torch::nn::HardtanhOptions().min_val(op.to_double(1)).max_val(op.to_double(2)).inplace(in_place(op)));
+      torch::nn::HardtanhOptions().min_val(op.to_double("min_val")).max_val(op.to_double("max_val")).inplace(in_place(op)));
 }
 
 ModulePtr gelu(const Leaf& leaf) {
   const ProbedOp& op = leaf.op({"aten::gelu"});
-  std::string approximate = op.inputs.size() > 1 ? op.constant(1).toStringRef() : "none";
+  std::string approximate = op.has("approximate") ? op.constant("approximate").toStringRef() : "none";
   return std::make_shared<torch::nn::GELUImpl>(torch::nn::GELUOptions().approximate(approximate));
 }
 
 ModulePtr leaky_relu(const Leaf& leaf) {
   const ProbedOp& op = op_or_inplace(leaf, "aten::leaky_relu");
   return std::make_shared<torch::nn::LeakyReLUImpl>(
-      torch::nn::LeakyReLUOptions().negative_slope(op.to_double(1)).inplace(in_place(op)));
+      torch::nn::LeakyReLUOptions().negative_slope(op.to_double("negative_slope")).inplace(in_place(op)));
 }
 
 ModulePtr elu(const Leaf& leaf) {
   const ProbedOp& op = op_or_inplace(leaf, "aten::elu");
-  return std::make_shared<torch::nn::ELUImpl>(torch::nn::ELUOptions().alpha(op.to_double(1)).inplace(in_place(op)));
+  return std::make_shared<torch::nn::ELUImpl>(torch::nn::ELUOptions().alpha(op.to_double("alpha")).inplace(in_place(op)));
 }
 
 ModulePtr softmax(const Leaf& leaf) {
-  return std::make_shared<torch::nn::SoftmaxImpl>(torch::nn::SoftmaxOptions(leaf.op({"aten::softmax"}).to_int(1)));
+  return std::make_shared<torch::nn::SoftmaxImpl>(torch::nn::SoftmaxOptions(leaf.op({"aten::softmax"}).to_int("dim")));
 }
 
 std::vector<int64_t> stride_or_kernel(const ProbedOp& op, const std::vector<int64_t>& kernel) {
-  auto stride = op.ints(2);
+  auto stride = op.ints("stride");
   return stride.empty() ? kernel : stride;
 }
 
@@ -78,10 +78,10 @@ ModulePtr max_pool(const Leaf& leaf) {
   TORCH_CHECK(leaf.find_op({"aten::max_pool" + std::to_string(D) + "d_with_indices"}) == nullptr,
               "return_indices=True is not supported");
   const ProbedOp& op = leaf.op({"aten::max_pool" + std::to_string(D) + "d"});
-  auto kernel = op.ints(1);
+  auto kernel = op.ints("kernel_size");
   Options o{torch::ExpandingArray<D>(kernel)};
-  o.stride(torch::ExpandingArray<D>(stride_or_kernel(op, kernel))).padding(op.ints(3)).dilation(op.ints(4));
-  o.ceil_mode(op.to_bool(5));
+  o.stride(torch::ExpandingArray<D>(stride_or_kernel(op, kernel))).padding(op.ints("padding"));
+  o.dilation(op.ints("dilation")).ceil_mode(op.to_bool("ceil_mode"));
   return std::make_shared<Impl>(o);
 }
 
@@ -89,17 +89,17 @@ ModulePtr max_pool(const Leaf& leaf) {
 template <size_t D, typename Impl, typename Options>
 ModulePtr avg_pool(const Leaf& leaf) {
   const ProbedOp& op = leaf.op({"aten::avg_pool" + std::to_string(D) + "d"});
-  auto kernel = op.ints(1);
+  auto kernel = op.ints("kernel_size");
   Options o{torch::ExpandingArray<D>(kernel)};
-  o.stride(torch::ExpandingArray<D>(stride_or_kernel(op, kernel))).padding(op.ints(3));
-  o.ceil_mode(op.to_bool(4)).count_include_pad(op.to_bool(5));
-  if (op.inputs.size() > 6 && !op.is_none(6)) o.divisor_override(op.to_int(6));
+  o.stride(torch::ExpandingArray<D>(stride_or_kernel(op, kernel))).padding(op.ints("padding"));
+  o.ceil_mode(op.to_bool("ceil_mode")).count_include_pad(op.to_bool("count_include_pad"));
+  if (op.has("divisor_override") && !op.is_none("divisor_override")) o.divisor_override(op.to_int("divisor_override"));
   return std::make_shared<Impl>(o);
 }
 
 template <size_t D, typename Impl, typename Options>
 ModulePtr adaptive_avg_pool(const Leaf& leaf) {
-  auto size = leaf.op({"aten::adaptive_avg_pool" + std::to_string(D) + "d"}).ints(1);
+  auto size = leaf.op({"aten::adaptive_avg_pool" + std::to_string(D) + "d"}).ints("output_size");
   if (size.size() == 1 && D > 1) size.assign(D, size[0]);
   using OutputSize = std::decay_t<decltype(std::declval<Options>().output_size())>;
   return std::make_shared<Impl>(Options(OutputSize(at::IntArrayRef(size))));
@@ -108,12 +108,12 @@ ModulePtr adaptive_avg_pool(const Leaf& leaf) {
 ModulePtr flatten(const Leaf& leaf) {
   const ProbedOp& op = leaf.op({"aten::flatten"});
   return std::make_shared<torch::nn::FlattenImpl>(
-      torch::nn::FlattenOptions().start_dim(op.to_int(1)).end_dim(op.to_int(2)));
+      torch::nn::FlattenOptions().start_dim(op.to_int("start_dim")).end_dim(op.to_int("end_dim")));
 }
 
 ModulePtr dropout(const Leaf& leaf) {
   const ProbedOp& op = op_or_inplace(leaf, "aten::dropout");
-  return std::make_shared<torch::nn::DropoutImpl>(torch::nn::DropoutOptions(op.to_double(1)).inplace(in_place(op)));
+  return std::make_shared<torch::nn::DropoutImpl>(torch::nn::DropoutOptions(op.to_double("p")).inplace(in_place(op)));
 }
 
 }  // namespace

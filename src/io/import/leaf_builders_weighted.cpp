@@ -48,11 +48,11 @@ void apply_padding_mode(const Leaf& leaf, Options& o) {
                                       "aten::reflection_pad3d", "aten::replication_pad1d", "aten::replication_pad2d",
                                       "aten::replication_pad3d", "aten::_pad_circular"});
   if (pad == nullptr) return;
-  std::string mode = pad->kind == "aten::pad"                             ? pad->constant(2).toStringRef()
+  std::string mode = pad->kind == "aten::pad"                             ? pad->constant("mode").toStringRef()
                      : pad->kind.find("reflection") != std::string::npos  ? "reflect"
                      : pad->kind.find("replication") != std::string::npos ? "replicate"
                                                                           : "circular";
-  auto amounts = pad->ints(1);
+  auto amounts = pad->ints(pad->has("pad") ? "pad" : "padding");
   std::vector<int64_t> padding(D);
   for (size_t d = 0; d < D; ++d) padding[d] = amounts.at(2 * (D - 1 - d));
   o.padding(torch::ExpandingArray<D>(padding));
@@ -70,10 +70,10 @@ ModulePtr conv(const Leaf& leaf) {
   at::Tensor b = leaf.tensor("bias");
   std::string named = "aten::conv" + std::to_string(D) + "d";
   const ProbedOp& op = leaf.op({"aten::_convolution", named});
-  int64_t groups = op.to_int(op.kind == named ? 6 : 8);
+  int64_t groups = op.to_int("groups");
   Options o(w.size(1) * groups, w.size(0), torch::ExpandingArray<D>(w.sizes().slice(2)));
-  o.stride(op.ints(3)).dilation(op.ints(5)).groups(groups).bias(b.defined());
-  const c10::IValue& padding = op.constant(4);
+  o.stride(op.ints("stride")).dilation(op.ints("dilation")).groups(groups).bias(b.defined());
+  const c10::IValue& padding = op.constant("padding");
   if (padding.isString()) {
     if (padding.toStringRef() == "same")
       o.padding(torch::kSame);
@@ -92,13 +92,10 @@ ModulePtr conv_transpose(const Leaf& leaf) {
   at::Tensor b = leaf.tensor("bias");
   std::string named = "aten::conv_transpose" + std::to_string(D) + "d";
   const ProbedOp& op = leaf.op({"aten::_convolution", named});
-  bool is_named = op.kind == named;
-  // conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)
-  // _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, ...)
-  int64_t groups = op.to_int(is_named ? 6 : 8);
+  int64_t groups = op.to_int("groups");
   Options o(w.size(0), w.size(1) * groups, torch::ExpandingArray<D>(w.sizes().slice(2)));
-  o.stride(op.ints(3)).padding(op.ints(4)).output_padding(op.ints(is_named ? 5 : 7));
-  o.dilation(op.ints(is_named ? 7 : 5)).groups(groups).bias(b.defined());
+  o.stride(op.ints("stride")).padding(op.ints("padding")).output_padding(op.ints("output_padding"));
+  o.dilation(op.ints("dilation")).groups(groups).bias(b.defined());
   return with_weight_and_bias<Impl>(leaf, o);
 }
 
@@ -124,13 +121,11 @@ void copy_norm_state(const Leaf& leaf, Impl& m) {
   }
 }
 
-// batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn)
-// instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn)
 template <typename Impl, typename Options>
 ModulePtr norm(const Leaf& leaf, const char* op_name) {
   const ProbedOp& op = leaf.op({op_name});
   Options o(num_features(leaf));
-  o.eps(op.to_double(7)).momentum(op.to_double(6));
+  o.eps(op.to_double("eps")).momentum(op.to_double("momentum"));
   o.affine(leaf.tensor("weight").defined()).track_running_stats(leaf.tensor("running_mean").defined());
   auto m = std::make_shared<Impl>(o);
   copy_norm_state(leaf, *m);
@@ -151,7 +146,7 @@ ModulePtr layer_norm(const Leaf& leaf) {
   const ProbedOp& op = leaf.op({"aten::layer_norm"});
   bool affine = leaf.tensor("weight").defined();
   return with_weight_and_bias<torch::nn::LayerNormImpl>(
-      leaf, torch::nn::LayerNormOptions(op.ints(1)).eps(op.to_double(4)).elementwise_affine(affine));
+      leaf, torch::nn::LayerNormOptions(op.ints("normalized_shape")).eps(op.to_double("eps")).elementwise_affine(affine));
 }
 
 ModulePtr group_norm(const Leaf& leaf) {
@@ -159,7 +154,7 @@ ModulePtr group_norm(const Leaf& leaf) {
   at::Tensor w = leaf.tensor("weight");
   int64_t channels = w.defined() ? w.size(0) : leaf.int_attribute("num_channels", 0);
   return with_weight_and_bias<torch::nn::GroupNormImpl>(
-      leaf, torch::nn::GroupNormOptions(op.to_int(1), channels).eps(op.to_double(4)).affine(w.defined()));
+      leaf, torch::nn::GroupNormOptions(op.to_int("num_groups"), channels).eps(op.to_double("eps")).affine(w.defined()));
 }
 
 at::Tensor embedding_weight(const Leaf& leaf) {
@@ -167,33 +162,33 @@ at::Tensor embedding_weight(const Leaf& leaf) {
   return leaf.tensor("weight");
 }
 
-// embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
 ModulePtr embedding(const Leaf& leaf) {
   at::Tensor w = embedding_weight(leaf);
   const ProbedOp& op = leaf.op({"aten::embedding"});
   torch::nn::EmbeddingOptions o(w.size(0), w.size(1));
-  if (op.to_int(2) >= 0) o.padding_idx(op.to_int(2));
-  o.scale_grad_by_freq(op.to_bool(3)).sparse(op.to_bool(4));
+  if (op.to_int("padding_idx") >= 0) o.padding_idx(op.to_int("padding_idx"));
+  o.scale_grad_by_freq(op.to_bool("scale_grad_by_freq")).sparse(op.to_bool("sparse"));
   auto m = std::make_shared<torch::nn::EmbeddingImpl>(o);
   assign(m->weight, w);
   return m;
 }
 
-// embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
-//               per_sample_weights, include_last_offset, padding_idx)
 ModulePtr embedding_bag(const Leaf& leaf) {
   at::Tensor w = embedding_weight(leaf);
   const ProbedOp& op = leaf.op({"aten::embedding_bag"});
   torch::nn::EmbeddingBagOptions o(w.size(0), w.size(1));
-  int64_t mode = op.to_int(4);
+  int64_t mode = op.to_int("mode");
   if (mode == 0)
     o.mode(torch::kSum);
   else if (mode == 1)
     o.mode(torch::kMean);
   else
     o.mode(torch::kMax);
-  o.scale_grad_by_freq(op.to_bool(3)).sparse(op.to_bool(5)).include_last_offset(op.to_bool(7));
-  if (op.inputs.size() > 8 && !op.is_none(8) && op.to_int(8) >= 0) o.padding_idx(op.to_int(8));
+  o.scale_grad_by_freq(op.to_bool("scale_grad_by_freq")).sparse(op.to_bool("sparse"));
+  o.include_last_offset(op.to_bool("include_last_offset"));
+  if (op.has("padding_idx") && !op.is_none("padding_idx") && op.to_int("padding_idx") >= 0) {
+    o.padding_idx(op.to_int("padding_idx"));
+  }
   auto m = std::make_shared<torch::nn::EmbeddingBagImpl>(o);
   assign(m->weight, w);
   return m;

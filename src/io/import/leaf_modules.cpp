@@ -4,6 +4,8 @@
 
 #include "leaf_modules.h"
 
+#include <algorithm>
+
 #include "script_reader.h"
 #include "walker.h"
 
@@ -42,7 +44,11 @@ class Probe : public Walker::Handler {
     std::vector<c10::optional<c10::IValue>> constants;
     for (const ImportValue& v : inputs)
       constants.push_back(v.is_static() ? c10::make_optional(v.constant) : c10::nullopt);
-    ops_.push_back({node.kind().toQualString(), std::move(constants)});
+    std::vector<std::string> names;
+    if (const c10::FunctionSchema* schema = node.maybeSchema()) {
+      for (const c10::Argument& a : schema->arguments()) names.push_back(a.name());
+    }
+    ops_.push_back({node.kind().toQualString(), std::move(names), std::move(constants)});
     return std::vector<ImportValue>(node.outputs().size());
   }
   ImportValue element(const ImportValue&, int64_t) override { return ImportValue::opaque(); }
@@ -55,28 +61,45 @@ class Probe : public Walker::Handler {
 
 }  // namespace
 
-const c10::IValue& ProbedOp::constant(size_t index) const {
-  TORCH_CHECK(index < inputs.size() && inputs[index], kind, ": input ", index, " is not a constant");
-  return *inputs[index];
-}
 namespace {
 
-const c10::IValue& typed(const ProbedOp& op, size_t index, bool ok, const char* what) {
-  TORCH_CHECK(ok, op.kind, ": input ", index, " is a ", op.constant(index).tagKind(), ", not ", what);
-  return op.constant(index);
+/// The position of argument `name` in `op`'s inputs, or inputs.size().
+size_t position(const ProbedOp& op, const std::string& name) {
+  size_t i = static_cast<size_t>(std::find(op.names.begin(), op.names.end(), name) - op.names.begin());
+  return i < op.inputs.size() ? i : op.inputs.size();
+}
+
+const c10::IValue& typed(const ProbedOp& op, const std::string& name, bool ok, const char* what) {
+  TORCH_CHECK(ok, op.kind, ": argument '", name, "' is a ", op.constant(name).tagKind(), ", not ", what);
+  return op.constant(name);
 }
 
 }  // namespace
 
-int64_t ProbedOp::to_int(size_t index) const { return typed(*this, index, constant(index).isInt(), "an int").toInt(); }
-double ProbedOp::to_double(size_t index) const {
-  return typed(*this, index, constant(index).isScalar(), "a number").toScalar().toDouble();
+bool ProbedOp::has(const std::string& name) const { return position(*this, name) < inputs.size(); }
+
+const c10::IValue& ProbedOp::constant(const std::string& name) const {
+  size_t i = position(*this, name);
+  TORCH_CHECK(i < inputs.size() && inputs[i], kind, ": argument '", name, "' is not a constant");
+  return *inputs[i];
 }
-bool ProbedOp::to_bool(size_t index) const { return typed(*this, index, constant(index).isBool(), "a bool").toBool(); }
-std::vector<int64_t> ProbedOp::ints(size_t index) const {
-  return typed(*this, index, constant(index).isIntList(), "a list of ints").toIntVector();
+
+int64_t ProbedOp::to_int(const std::string& name) const {
+  return typed(*this, name, constant(name).isInt(), "an int").toInt();
 }
-bool ProbedOp::is_none(size_t index) const { return index < inputs.size() && inputs[index] && inputs[index]->isNone(); }
+double ProbedOp::to_double(const std::string& name) const {
+  return typed(*this, name, constant(name).isScalar(), "a number").toScalar().toDouble();
+}
+bool ProbedOp::to_bool(const std::string& name) const {
+  return typed(*this, name, constant(name).isBool(), "a bool").toBool();
+}
+std::vector<int64_t> ProbedOp::ints(const std::string& name) const {
+  return typed(*this, name, constant(name).isIntList(), "a list of ints").toIntVector();
+}
+bool ProbedOp::is_none(const std::string& name) const {
+  size_t i = position(*this, name);
+  return i < inputs.size() && inputs[i] && inputs[i]->isNone();
+}
 
 const ProbedOp* Leaf::find_op(const std::vector<std::string>& kinds) const {
   for (const ProbedOp& op : ops_) {

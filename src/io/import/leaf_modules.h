@@ -18,18 +18,25 @@
 
 namespace qfx::io::detail {
 
-/// One ATen op of a leaf's forward, with its inputs in schema order
-/// (constants where known, nullopt for computed values).
+/// One ATen op of a leaf's forward, with its inputs by their schema names
+/// (constants where known, nullopt for computed values), as torch.fx's
+/// normalize_function gives them: builders read `op.to_int("groups")` of
+/// `aten::conv2d` and of `aten::_convolution` alike.
 struct ProbedOp {
-  std::string kind;  ///< "aten::_convolution"
-  std::vector<c10::optional<c10::IValue>> inputs;
+  std::string kind;                ///< "aten::_convolution"
+  std::vector<std::string> names;  ///< the schema's argument names
+  std::vector<c10::optional<c10::IValue>> inputs;  ///< inputs[i] is the argument names[i]
 
-  const c10::IValue& constant(size_t index) const;
-  int64_t to_int(size_t index) const;
-  double to_double(size_t index) const;
-  bool to_bool(size_t index) const;
-  std::vector<int64_t> ints(size_t index) const;
-  bool is_none(size_t index) const;
+  /// True when the op's schema has an argument `name`.
+  bool has(const std::string& name) const;
+  /// The constant given for `name`; c10::Error naming the op when it is absent or computed.
+  const c10::IValue& constant(const std::string& name) const;
+  int64_t to_int(const std::string& name) const;
+  double to_double(const std::string& name) const;
+  bool to_bool(const std::string& name) const;
+  std::vector<int64_t> ints(const std::string& name) const;
+  /// True when `name` is given as None.
+  bool is_none(const std::string& name) const;
 };
 
 /// What a builder knows about one leaf.

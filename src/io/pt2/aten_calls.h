@@ -1,7 +1,8 @@
 #pragma once
 // ATen nodes of an exported program that need more than a row of the ATen ->
 // FX table: indexing (slice, select, index -> getitem), upsampling (->
-// F.interpolate), dynamic sizes (-> x.size(d)), scaled_dot_product_attention
+// F.interpolate), functional convolutions (-> F.convNd with every argument),
+// dynamic sizes (-> x.size(d)), scaled_dot_product_attention
 // (newer than LibTorch 1.13: its math as nodes), and ops with neither a row
 // nor a special form (-> torch.ops.aten.<op>). Internal to src/io.
 

@@ -19,8 +19,10 @@ ProgramReader::LeafRun ProgramReader::leaf_run(const json& nodes, size_t begin, 
     const json& node = nodes[i];
     c10::OperatorName op = aten_name(node.at("target").get<std::string>());
     if (!op.name.empty() && !is_newer_op(op.name)) {
-      detail::ProbedOp probed{op.name, {}};
-      for (const OpInput& in : op_inputs(node, schema_of(node, op))) probed.inputs.push_back(in.constant);
+      const c10::FunctionSchema& schema = schema_of(node, op);
+      detail::ProbedOp probed{op.name, {}, {}};
+      for (const c10::Argument& a : schema.arguments()) probed.names.push_back(a.name());
+      for (const OpInput& in : op_inputs(node, schema)) probed.inputs.push_back(in.constant);
       run.ops.push_back(std::move(probed));
     }
     for (const json& input : node.at("inputs")) {

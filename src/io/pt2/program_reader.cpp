@@ -135,6 +135,7 @@ void ProgramReader::read_node(const json& node, const std::vector<ModuleEntry>& 
          b_.getitem(graph_argument(inputs.at(0).at("arg"), nullptr), graph_argument(inputs.at(1).at("arg"), nullptr)));
     return;
   }
+  if (target.rfind("_operator.", 0) == 0) return read_size_arithmetic(node, target.substr(10));
   c10::OperatorName op = aten_name(target);
   if (is_newer_op(op.name)) {
     ir::Node* result = call_special(b_, op.name, program_args(node));
@@ -164,6 +165,15 @@ void ProgramReader::read_node(const json& node, const std::vector<ModuleEntry>& 
       for (const std::string& name : value_names(output)) views_.insert(name);
     }
   }
+}
+
+/// Arithmetic on dynamic sizes (`_operator.mul(s0, 4)`) as FX records it on `x.size(d)`: operator.mul.
+void ProgramReader::read_size_arithmetic(const json& node, const std::string& op) {
+  static const std::set<std::string> kOps = {"add", "sub", "mul", "floordiv", "mod", "truediv", "neg", "pow"};
+  if (kOps.count(op) == 0) fail("op _operator." + op + " on sizes, which qfx does not read");
+  std::vector<ir::Argument> args;
+  for (const json& input : node.at("inputs")) args.push_back(graph_argument(input.at("arg"), nullptr));
+  bind(node, b_.call(ir::Opcode::kCallFunction, "operator." + op, std::move(args)));
 }
 
 /// The value an in-place op writes (`out += x` as aten.add_), read as the op's out-of-place

@@ -62,6 +62,9 @@ class ProgramReader {
 
   ir::Argument symbolic_item(const nlohmann::json& item);
 
+  /// `_operator.<op>` on dynamic sizes as FX's operator.<op>.
+  void read_size_arithmetic(const nlohmann::json& node, const std::string& op);
+
   /// One node outside any leaf.
   void read_node(const nlohmann::json& node, const std::vector<ModuleEntry>& stack);
 
