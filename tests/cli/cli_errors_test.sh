@@ -285,7 +285,7 @@ class Unused(torch.nn.Module):
         return self.fc(x)  # never calls self.inner
 torch.jit.trace(Unused().eval(), torch.rand(2, 4)).save(f'{sys.argv[1]}/unused.pt')
 EOF
-expect_error 1 "model '.*training_mode.pt' was saved in training mode \(module 'bn', torch.nn.BatchNorm2d, has training=True\): save it after model.eval\(\), or fine-tune it with --qconfig qat" -- \
+expect_error 1 "model '.*training_mode.pt' was saved in training mode \(module 'bn', torch.nn.BatchNorm2d, has training=True\): save it after model.eval\(\), or fine-tune it with quantization-aware training \(--qconfig qat\)" -- \
   quantize "$work/training_mode.pt" -o "$out" --calib "$source_dir/examples/fashion_mnist/sample_batch.pt" -q
 expect_error 1 "calibration data: data '.*expanded.pt' \(20000000 items of \[1, 28, 28\], read into batches\) needs 62.7 GB" -- \
   quantize "$demo_cnn" -o "$out" --calib "$work/expanded.pt" -q

@@ -6,7 +6,6 @@
 #include "commands.h"
 #include "config_args.h"
 #include "data_args.h"
-#include "convert_export.h"
 #include "dist_args.h"
 #include "fallback_args.h"
 #include "onnx_args.h"
@@ -17,14 +16,10 @@
 #include "qfx/io/data_source.h"
 #include "qfx/io/tensor_io.h"
 #include "qfx/io/onnx_export.h"
-#include "qfx/io/torchscript_export.h"
-#include "qfx/io/model_file.h"
-#include "qfx/ir/interpreter.h"
-#include "qfx/ir/module_registry.h"
-#include "qfx/passes/pass_manager.h"
 #include "qfx/passes/prepare_state.h"
 #include "qfx/quant/qconfig.h"
 #include "qfx/accuracy/numeric_compare.h"
+#include "qfx/pipeline.h"
 #include "qfx/quantize.h"
 #include "qfx/report/quantize_report.h"
 #include "qfx/report/report_html.h"
@@ -74,44 +69,32 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-/// Runs the prepared model on the calibration data, batch by batch: on this
-/// rank's batches (the others' are skipped unread), until every rank is done.
-/// Returns this rank's first batch, which the written model runs once.
-std::vector<c10::IValue> calibrate(ir::GraphModule& gm, const Options& o, Ranks& ranks) {
-  ir::Interpreter interpreter(gm);
-  std::vector<c10::IValue> first;
-  for_each_calibration_batch(
-      o.calib, o.data_args, o.calib_batches, "calibrate", o.quiet,
-      [&](const io::Batch& batch) {
-        if (first.empty()) first = batch.inputs;
-        interpreter.run(batch.inputs);
-      },
-      [&](int64_t index) { return ranks.owns(index); });
-  if (ranks.group() != nullptr) ranks.group()->barrier();
-  return first;
+/// The calibration data as the library reads it, with progress labelled
+/// `label`: this rank's batches (the others' are skipped unread).
+Batches calibration_batches(const Options& o, const std::string& label, Ranks* ranks = nullptr) {
+  return [&o, label, ranks](const std::function<void(const Batch&)>& each) {
+    std::function<bool(int64_t)> wanted;
+    if (ranks != nullptr) wanted = [ranks](int64_t index) { return ranks->owns(index); };
+    for_each_calibration_batch(
+        o.calib, o.data_args, o.calib_batches, label, o.quiet, [&](const io::Batch& batch) { each(batch.inputs); },
+        wanted);
+  };
 }
 
-/// `--equalize`, `--adaround`, `--correct-bias`: fuses (batch norms folded), then runs the accuracy passes on the
-/// float model before observation.
-void improve_float_model(ir::GraphModule& gm, const quant::QConfigMapping& mapping,
-                         const backend::BackendConfig& backend, const Options& o) {
-  if (!o.equalize && !o.correct_bias && !o.adaround) return;
-  passes::PassOptions options;
-  options.backend_config = std::shared_ptr<const backend::BackendConfig>(std::shared_ptr<const void>(), &backend);
-  options.qconfig_mapping = std::make_shared<quant::QConfigMapping>(mapping);
-  options.adaround_iterations = o.adaround_iterations;
-  if (o.correct_bias || o.adaround) {
-    auto inputs = std::make_shared<std::vector<std::vector<c10::IValue>>>();
-    for_each_calibration_batch(o.calib, o.data_args, o.calib_batches, "measure", o.quiet,
-                               [&](const io::Batch& batch) { inputs->push_back(batch.inputs); });
-    options.calibration_inputs = inputs;
-  }
-  passes::PassManager pipeline;
-  pipeline.add("fuse");
-  if (o.equalize) pipeline.add("equalize");
-  if (o.adaround) pipeline.add("adaround");
-  if (o.correct_bias) pipeline.add("correct-bias");
-  pipeline.run(gm, options);
+/// Runs the prepared model on this rank's calibration batches until every
+/// rank is done. Returns this rank's first batch, which the written model
+/// runs once.
+Batch calibrate_ranks(ir::GraphModule& gm, const Options& o, Ranks& ranks) {
+  Batch first;
+  Batches batches = calibration_batches(o, "calibrate", &ranks);
+  calibrate(gm, [&](const std::function<void(const Batch&)>& each) {
+    batches([&](const Batch& batch) {
+      if (first.empty()) first = batch;
+      each(batch);
+    });
+  });
+  if (ranks.group() != nullptr) ranks.group()->barrier();
+  return first;
 }
 
 quant::QConfigMapping mapping_for(const Options& o) {
@@ -131,26 +114,23 @@ quant::QConfigMapping mapping_for(const Options& o) {
 /// (eval mode: batch-norm statistics frozen).
 bool is_qat(const Options& o) { return o.qconfig == "qat" || o.qconfig.rfind("qat:", 0) == 0; }
 
-void prepare(ir::GraphModule& gm, const quant::QConfigMapping& mapping, const backend::BackendConfig& backend,
-             const PrepareCustomConfig& custom, const Options& o) {
-  if (!is_qat(o)) return prepare_fx(gm, mapping, backend, custom);
-  prepare_qat_fx(gm, mapping, backend, custom);
-  gm.root().train(false);
-}
-
-/// Post-training quantization calibrates the model as it is: a batch norm or
-/// dropout in training mode (a model saved before model.eval()) would
-/// compute as in training, and fusion refuses it.
-void check_eval_mode(const ir::GraphModule& gm, const Options& o) {
-  if (is_qat(o)) return;
-  for (const auto& item : gm.root().named_modules("", /*include_self=*/false)) {
-    std::string type = ir::module_type_name(*item.value());
-    bool differs = type.find("BatchNorm") != std::string::npos || type.find("Dropout") != std::string::npos;
-    TORCH_CHECK(!differs || !item.value()->is_training(), "model '", o.model, "' was saved in training mode (module '",
-                item.key(), "', ", type,
-                ", has training=True): save it after model.eval(), or fine-tune it with "
-                "--qconfig qat");
+/// What the library's pipeline does, as the options say.
+QuantizeOptions pipeline_options(const Options& o) {
+  QuantizeOptions q;
+  q.qconfig_mapping = mapping_for(o);
+  q.backend_config = backend_from_arg(o.backend);
+  if (!o.prepare_custom_config.empty()) q.prepare_custom_config = load_prepare_custom_config(o.prepare_custom_config);
+  if (!o.convert_custom_config.empty()) q.convert_custom_config = load_convert_custom_config(o.convert_custom_config);
+  for (const std::string& name : q.prepare_custom_config.preserved_attributes) {  // kept into the output file
+    q.convert_custom_config.preserved_attributes.push_back(name);
   }
+  q.qat = is_qat(o);
+  q.reference = o.reference;
+  q.equalize = o.equalize;
+  q.correct_bias = o.correct_bias;
+  q.adaround = o.adaround;
+  q.adaround_iterations = o.adaround_iterations;
+  return q;
 }
 
 /// A missed --max-drop writes only --report (when asked): the search's
@@ -218,30 +198,24 @@ std::string quantize(const Options& o, Ranks& ranks, const io::OutputOptions& ou
                      const std::vector<c10::IValue>& example, bool onnx) {
   c10::InferenceMode no_autograd(o.train.data.empty());  // training needs autograd from the import on
   use_engine(o.engine);
-  backend::BackendConfig backend = backend_from_arg(o.backend);
-  quant::QConfigMapping mapping = mapping_for(o);
-  PrepareCustomConfig custom;
-  if (!o.prepare_custom_config.empty()) custom = load_prepare_custom_config(o.prepare_custom_config);
-  ConvertCustomConfig convert_custom;
-  if (!o.convert_custom_config.empty()) convert_custom = load_convert_custom_config(o.convert_custom_config);
+  const QuantizeOptions q = pipeline_options(o);
 
   Stopwatch clock;
   nlohmann::json timings;
-  auto gm = io::load_model(o.model, import_options(custom));
+  auto gm = load_for_quantization(o.model, q);
   if (!o.prepare_custom_config.empty()) {
-    check_custom_config_modules(*gm, custom, o.prepare_custom_config,
+    check_custom_config_modules(*gm, q.prepare_custom_config, o.prepare_custom_config,
                                 "the model file '" + o.model +
                                     "' does not call as a graph of its own (a leaf such "
                                     "as Linear or Conv2d is quantized in place, and torch.jit.freeze inlines modules)");
   }
-  check_eval_mode(*gm, o);
   std::vector<ReportNode> float_nodes = report_nodes_of(*gm);
   timings["import_s"] = clock.lap();
   // The float model as imported, for the HTML report's comparison.
   std::unique_ptr<ir::GraphModule> float_copy =
       (!o.report_html.empty() && !o.calib.empty()) || falls_back(o.fallback) ? gm->deep_copy() : nullptr;
-  improve_float_model(*gm, mapping, backend, o);
-  prepare(*gm, mapping, backend, custom, o);
+  improve_float_model(*gm, q, calibration_batches(o, "measure"));
+  prepare(*gm, q);
   if (ranks.group() != nullptr) dist::check_mergeable(*gm);
   timings["prepare_s"] = clock.lap();
   if (!o.train.data.empty()) {
@@ -249,8 +223,8 @@ std::string quantize(const Options& o, Ranks& ranks, const io::OutputOptions& ou
     timings["train_s"] = clock.lap();
   }
   torch::NoGradGuard no_grad;
-  std::vector<c10::IValue> check;  // what the written model runs once before it is kept
-  if (!o.calib.empty()) check = calibrate(*gm, o, ranks);
+  Batch check;  // what the written model runs once before it is kept
+  if (!o.calib.empty()) check = calibrate_ranks(*gm, o, ranks);
   timings["calibrate_s"] = clock.lap();
   if (!o.calib.empty() && ranks.group() != nullptr) {
     dist::merge_observers(*gm, *ranks.group());
@@ -260,8 +234,8 @@ std::string quantize(const Options& o, Ranks& ranks, const io::OutputOptions& ou
   ranks.wait_for_workers();
   nlohmann::json fallback;
   if (falls_back(o.fallback)) {
-    fallback =
-        fall_back_to_float(*gm, *float_copy, mapping, backend, o.fallback, o.data_args, o.output, o.quiet, outputs);
+    fallback = fall_back_to_float(*gm, *float_copy, q.qconfig_mapping, q.backend_config, o.fallback, o.data_args,
+                                  o.output, o.quiet, outputs);
     timings["fallback_s"] = clock.lap();
   }
   nlohmann::json nodes = quantization_report(*gm, float_nodes);
@@ -276,11 +250,18 @@ std::string quantize(const Options& o, Ranks& ranks, const io::OutputOptions& ou
     TORCH_CHECK(false, missed_budget(o.fallback, fallback, o.report));
   }
   clock.lap();
-  for (const std::string& name : custom.preserved_attributes) {  // kept into the output file
-    convert_custom.preserved_attributes.push_back(name);
-  }
-  ConvertExport how{o.output, o.reference || onnx, onnx, o.fallback_on_failure, o.onnx.options};
-  gm = convert_and_export(*gm, {backend, custom, convert_custom, check, example}, how, outputs, timings);
+  ExportOptions how;
+  how.path = o.output;
+  how.onnx = onnx;
+  how.onnx_options = o.onnx.options;
+  how.example = example;
+  how.check = check;
+  how.fallback_on_failure = o.fallback_on_failure;
+  how.outputs = outputs;
+  Exported written = convert_and_export(*gm, q, how);
+  gm = std::move(written.model);
+  timings["convert_s"] = written.convert_s;
+  timings["export_s"] = written.export_s;
   note_static_int8(!o.reference && has_static_int8_conv_or_linear(*gm));
   clock.lap();
   nlohmann::json report = {

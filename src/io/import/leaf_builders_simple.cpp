@@ -42,8 +42,10 @@ ModulePtr relu6(const Leaf& leaf) {
 
 ModulePtr hardtanh(const Leaf& leaf) {
   const ProbedOp& op = op_or_inplace(leaf, "aten::hardtanh");
-  return std::make_shared<torch::nn::HardtanhImpl>(
-      torch::nn::HardtanhOptions().min_val(op.to_double("min_val")).max_val(op.to_double("max_val")).inplace(in_place(op)));
+  return std::make_shared<torch::nn::HardtanhImpl>(torch::nn::HardtanhOptions()
+                                                       .min_val(op.to_double("min_val"))
+                                                       .max_val(op.to_double("max_val"))
+                                                       .inplace(in_place(op)));
 }
 
 ModulePtr gelu(const Leaf& leaf) {
@@ -60,7 +62,8 @@ ModulePtr leaky_relu(const Leaf& leaf) {
 
 ModulePtr elu(const Leaf& leaf) {
   const ProbedOp& op = op_or_inplace(leaf, "aten::elu");
-  return std::make_shared<torch::nn::ELUImpl>(torch::nn::ELUOptions().alpha(op.to_double("alpha")).inplace(in_place(op)));
+  return std::make_shared<torch::nn::ELUImpl>(
+      torch::nn::ELUOptions().alpha(op.to_double("alpha")).inplace(in_place(op)));
 }
 
 ModulePtr softmax(const Leaf& leaf) {

@@ -146,7 +146,8 @@ ModulePtr layer_norm(const Leaf& leaf) {
   const ProbedOp& op = leaf.op({"aten::layer_norm"});
   bool affine = leaf.tensor("weight").defined();
   return with_weight_and_bias<torch::nn::LayerNormImpl>(
-      leaf, torch::nn::LayerNormOptions(op.ints("normalized_shape")).eps(op.to_double("eps")).elementwise_affine(affine));
+      leaf,
+      torch::nn::LayerNormOptions(op.ints("normalized_shape")).eps(op.to_double("eps")).elementwise_affine(affine));
 }
 
 ModulePtr group_norm(const Leaf& leaf) {
@@ -154,7 +155,8 @@ ModulePtr group_norm(const Leaf& leaf) {
   at::Tensor w = leaf.tensor("weight");
   int64_t channels = w.defined() ? w.size(0) : leaf.int_attribute("num_channels", 0);
   return with_weight_and_bias<torch::nn::GroupNormImpl>(
-      leaf, torch::nn::GroupNormOptions(op.to_int("num_groups"), channels).eps(op.to_double("eps")).affine(w.defined()));
+      leaf,
+      torch::nn::GroupNormOptions(op.to_int("num_groups"), channels).eps(op.to_double("eps")).affine(w.defined()));
 }
 
 at::Tensor embedding_weight(const Leaf& leaf) {

@@ -99,8 +99,8 @@ ir::Node* attention(GraphBuilder& b, const NamedArgs& a) {
 /// leaves out those at their default.
 ir::Node* functional_conv(GraphBuilder& b, const std::string& op, const NamedArgs& a) {
   static const std::vector<std::string> kConv = {"input", "weight", "bias", "stride", "padding", "dilation", "groups"};
-  static const std::vector<std::string> kTranspose = {"input",          "weight", "bias",    "stride", "padding",
-                                                      "output_padding", "groups", "dilation"};
+  static const std::vector<std::string> kTranspose = {"input",   "weight",         "bias",   "stride",
+                                                      "padding", "output_padding", "groups", "dilation"};
   std::vector<ir::Argument> args;
   for (const std::string& name : op.find("transpose") != std::string::npos ? kTranspose : kConv) {
     args.push_back(a.arg(name));
@@ -138,8 +138,9 @@ ir::Node* call_special(GraphBuilder& b, const std::string& op, const NamedArgs& 
   if (op == "aten::index") return tensor_index(b, a);
   if (const ir::UpsampleMapping* up = ir::find_upsample_mapping(op)) return interpolate(b, a, *up);
   if (op == "aten::scaled_dot_product_attention") return attention(b, a);
-  static const std::set<std::string> kConvs = {"aten::conv1d",           "aten::conv2d",           "aten::conv3d",
-                                               "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d"};
+  static const std::set<std::string> kConvs = {"aten::conv1d",           "aten::conv2d",
+                                               "aten::conv3d",           "aten::conv_transpose1d",
+                                               "aten::conv_transpose2d", "aten::conv_transpose3d"};
   if (kConvs.count(op) != 0) return functional_conv(b, op, a);
   if (op == "aten::to" && a.has("layout")) return to_dtype(b, a);
   return nullptr;
