@@ -12,9 +12,7 @@ NAME.flat.pt2, the same program in the layout PyTorch 2.6 and 2.7 wrote. fashion
 trained weights (examples/fashion_mnist/fashion_cnn.pt). versions.json records
 what made them.
 """
-import json
 import os
-import platform
 import sys
 import zipfile
 
@@ -76,10 +74,7 @@ def main():
     for name in models.MODELS:
         export(name, out)
         print(f'{name}: written to {out}')
-    with open(os.path.join(out, 'versions.json'), 'w') as f:
-        json.dump({'torch': torch.__version__, 'numpy': np.__version__, 'python': platform.python_version()}, f,
-                  indent=1)
-        f.write('\n')
+    models.write_versions(os.path.join(out, 'versions.json'))
 
 
 if __name__ == '__main__':

@@ -10,9 +10,7 @@ strict export as its default, a dynamic batch), with the weights of
 NAME.weights.npz (the same as NAME.pt2's), and NAME.pt25.io.pt (the example
 input and ep.module()'s output on it). versions-2.5.json records what made them.
 """
-import json
 import os
-import platform
 import sys
 
 import numpy as np
@@ -44,10 +42,7 @@ def main():
     for name in LEGACY:
         export(name, out)
         print(f'{name}: written to {out}')
-    with open(os.path.join(out, 'versions-2.5.json'), 'w') as f:
-        json.dump({'torch': torch.__version__, 'numpy': np.__version__, 'python': platform.python_version()}, f,
-                  indent=1)
-        f.write('\n')
+    models.write_versions(os.path.join(out, 'versions-2.5.json'))
 
 
 if __name__ == '__main__':

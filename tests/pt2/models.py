@@ -171,3 +171,14 @@ def build(name, seed=0):
 def example_input(name, seed=1):
     torch.manual_seed(seed)
     return torch.randn(*MODELS[name][1])
+
+
+def write_versions(path):
+    """What made the fixtures: torch, numpy and Python versions, as JSON at `path`."""
+    import json
+    import platform
+    import numpy as np
+    with open(path, 'w') as f:
+        json.dump({'torch': torch.__version__, 'numpy': np.__version__, 'python': platform.python_version()}, f,
+                  indent=1)
+        f.write('\n')
