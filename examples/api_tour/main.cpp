@@ -1,11 +1,13 @@
 // The README's C++ tour: import, prepare_fx, calibrate on real data,
-// convert_fx, compare with the float model, export int8 TorchScript.
+// convert_fx, compare with the float model, export int8 TorchScript; then
+// the same flow through the library pipeline, from the model's .pt2.
 #include <qfx/backend/builtin_backends.h>
 #include <qfx/io/data_source.h>
 #include <qfx/io/torchscript_export.h>
 #include <qfx/io/torchscript_import.h>
 #include <qfx/ir/interpreter.h>
 #include <qfx/accuracy/numeric_compare.h>
+#include <qfx/pipeline.h>
 #include <qfx/quant/qconfig_mapping.h>
 #include <qfx/quantize.h>
 
@@ -47,4 +49,16 @@ int main(int argc, char** argv) {
 
   // 6. export int8 TorchScript: torch.jit.load / torch::jit::load run it
   qfx::io::export_torchscript(*gm, "fashion_cnn_int8.pt");
+
+  // 7. the whole flow as `qfx quantize` runs it (qfx/pipeline.h), from PyTorch 2's .pt2 of the same model;
+  //    the file is kept only when it runs on its check batch
+  qfx::QuantizeOptions pipeline;
+  pipeline.qconfig_mapping = qfx::quant::get_default_qconfig_mapping("onednn");
+  auto pt2 = qfx::load_for_quantization("examples/fashion_mnist/fashion_cnn.pt2", pipeline);
+  qfx::prepare(*pt2, pipeline);
+  qfx::calibrate(*pt2, qfx::data_batches(data, options));
+  qfx::ExportOptions how;
+  how.path = "fashion_cnn_pt2_int8.pt";
+  how.check = qfx::io::open_data(data, options)->next()->inputs;
+  qfx::convert_and_export(*pt2, pipeline, how);
 }

@@ -72,6 +72,7 @@ assert f['items'] == q['items'] == 10000 and f['top1'] > 0.9 and f['top1'] - q['
 PY
 
 (cd "$work/run" && "$api_tour" >"$work/tour.txt" 2>&1) || { cat "$work/tour.txt"; echo "api_tour failed"; exit 1; }
-grep -q '^fc2: SQNR [0-9.]* dB$' "$work/tour.txt" && [ -s "$work/run/fashion_cnn_int8.pt" ] ||
+grep -q '^fc2: SQNR [0-9.]* dB$' "$work/tour.txt" && [ -s "$work/run/fashion_cnn_int8.pt" ] &&
+  [ -s "$work/run/fashion_cnn_pt2_int8.pt" ] ||
   { cat "$work/tour.txt"; echo "api_tour output"; exit 1; }
 echo "README examples passed: $(grep -c '^qfx ' "$work/examples.sh") qfx commands, the C++ tour, the CMake lines"
