@@ -36,8 +36,8 @@ std::pair<double, double> hardtanh_range(const torch::nn::HardtanhImpl& m) {
 // qnnpack's kernel needs it (ir::clamp_in_memory_order).
 template <typename Impl>
 at::Tensor hardtanh_fresh(const Impl& m, const at::Tensor& x) {
-  auto [lo, hi] = hardtanh_range(m);
-  return ir::clamp_in_memory_order(x, [&](const at::Tensor& v) { return at::hardtanh(v, lo, hi); });
+  const std::pair<double, double> range = hardtanh_range(m);  // not bound: clang 14 cannot capture bindings
+  return ir::clamp_in_memory_order(x, [&](const at::Tensor& v) { return at::hardtanh(v, range.first, range.second); });
 }
 
 // Their forward: in place when the module says so, on the same view.
@@ -47,8 +47,8 @@ ir::ModuleForward hardtanh_forward() {
     const auto& m = dynamic_cast<const Impl&>(module);
     at::Tensor x = detail::only_tensor_input(module, in);
     if (!m.options.inplace()) return hardtanh_fresh(m, x);
-    auto [lo, hi] = hardtanh_range(m);
-    ir::clamp_in_memory_order(x, [&](at::Tensor v) { return at::hardtanh_(v, lo, hi); });
+    const std::pair<double, double> range = hardtanh_range(m);
+    ir::clamp_in_memory_order(x, [&](at::Tensor v) { return at::hardtanh_(v, range.first, range.second); });
     return x;
   };
 }
