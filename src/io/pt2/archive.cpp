@@ -12,11 +12,10 @@
 #include <fstream>
 
 namespace qfx::io::pt2 {
-namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  TORCH_CHECK(false, "cannot read '", path, "': ", what);
-}
+void fail(const std::string& path, const std::string& what) { TORCH_CHECK(false, "cannot read '", path, "': ", what); }
+
+namespace {
 
 std::string record_text(caffe2::serialize::PyTorchStreamReader& reader, const std::string& path,
                         const std::string& name) {

@@ -46,6 +46,9 @@ void check_schema_version(const Archive& archive);
 /// that op; a node an export pass hoisted is read where its value is used.
 void upgrade_program(Archive& archive);
 
+/// Throws c10::Error "cannot read '<path>': <what>".
+[[noreturn]] void fail(const std::string& path, const std::string& what);
+
 /// A serialized ScalarType (schema.py's enum) as ATen's; c10::Error for one
 /// ATen 1.13 lacks.
 c10::ScalarType scalar_type(int64_t serialized, const std::string& where);

@@ -19,10 +19,6 @@ namespace {
 
 const std::string kProgramRecord = "serialized_exported_program.json";
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  TORCH_CHECK(false, "cannot read '", path, "': ", what);
-}
-
 std::string_view record(const std::vector<detail::ZipRecord>& records, const std::string& path,
                         const std::string& name) {
   for (const detail::ZipRecord& r : records) {

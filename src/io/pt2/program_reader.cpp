@@ -145,9 +145,10 @@ void ProgramReader::read_node(const json& node, const std::vector<ModuleEntry>& 
   }
   const c10::FunctionSchema& schema = schema_of(node, op);
   std::vector<OpInput> inputs = op_inputs(node, schema);
-  if (read_assignment(node, op.name, schema_args(node, schema, inputs))) return;
+  const NamedArgs args = schema_args(node, schema, inputs);
+  if (read_assignment(node, op.name, args)) return;
   std::string written = written_value(node, schema);
-  ir::Node* result = call_special(b_, op.name, schema_args(node, schema, inputs));
+  ir::Node* result = call_special(b_, op.name, args);
   if (result == nullptr && ir::find_op_mapping(op.name) != nullptr) {
     result = b_.call_mapped(op.name, schema.arguments(), inputs);
   } else if (result == nullptr && !written.empty() && op.name.back() == '_') {

@@ -2,8 +2,9 @@
 // export records, so the reader knows one form. Schema 7 (PyTorch 2.5)
 // nodes get their names; core ATen forms LibTorch 1.13 lacks become the
 // composite op they stand for, when the values only the core form makes are
-// unused; a flatten that 2.5 records as a view is a flatten again. Nodes an export pass hoisted to the program's start
-// are read where their value is first used.
+// unused; a flatten that 2.5 records as a view is a flatten again. Nodes an
+// export pass hoisted to the program's start are read where their value is
+// first used.
 
 #include "archive.h"
 #include "arguments.h"
@@ -15,19 +16,11 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void fail(const Archive& archive, const std::string& what) {
-  TORCH_CHECK(false, "cannot read '", archive.path, "': ", archive.model_record, " ", what);
-}
-
 /// The name schema 8 gives a node, for a schema 7 node that has none: its first output's.
 std::string output_name(const json& node) {
   const json& outputs = node.at("outputs");
-  if (!outputs.empty() && outputs[0].is_object() && !outputs[0].empty()) {
-    const json& value = outputs[0].begin().value();
-    if (value.is_object() && value.contains("name")) return value["name"].get<std::string>();
-    if (value.is_object() && value.contains("as_name")) return value["as_name"].get<std::string>();
-  }
-  return node.at("target").get<std::string>();
+  std::vector<std::string> names = outputs.empty() ? std::vector<std::string>{} : value_names(outputs[0]);
+  return names.empty() ? node.at("target").get<std::string>() : names[0];
 }
 
 /// The names of the values `node` reads.
@@ -141,14 +134,18 @@ void upgrade_program(Archive& archive) {
     json& graph = archive.program.at("graph_module").at("graph");
     const bool schema7 = archive.program.at("schema_version").at("major").get<int>() == 7;
     const std::set<std::string> read = read_values(graph);
+    static const json kNoValues = json::object();
+    const json& tensor_values = graph.contains("tensor_values") ? graph.at("tensor_values") : kNoValues;
     for (json& node : graph.at("nodes")) {
       if (schema7 && !node.contains("name")) node["name"] = output_name(node);
       recompose_batch_norm(node, read);
-      recompose_flatten(node, graph.value("tensor_values", json::object()));
+      recompose_flatten(node, tensor_values);
     }
     sink_pass_nodes(graph.at("nodes"));
   } catch (const json::exception& e) {
-    fail(archive, std::string("is malformed (") + e.what() + ")");
+    fail(archive.path, archive.model_record + " is malformed (" + e.what() + ")");
+  } catch (const c10::Error& e) {  // an output that is no torch.export argument
+    fail(archive.path, archive.model_record + " is malformed (" + e.msg() + ")");
   }
 }
 
