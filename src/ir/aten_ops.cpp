@@ -5,6 +5,7 @@
 
 #include "qfx/ir/aten_ops.h"
 
+#include <map>
 #include <unordered_map>
 
 namespace qfx::ir {
@@ -143,6 +144,19 @@ const OpMapping* find_op_mapping(const std::string& aten_name) {
   }();
   auto it = kIndex.find(aten_name);
   return it == kIndex.end() ? nullptr : it->second;
+}
+
+const AtenSpelling* find_aten_spelling(const std::string& fx_target, bool inplace) {
+  static const auto kIndex = [] {
+    std::map<std::pair<std::string, bool>, AtenSpelling> index;
+    for (const OpMapping& row : op_mappings()) {
+      if (row.op != Opcode::kCallFunction) continue;
+      index.try_emplace({row.target, row.inplace}, AtenSpelling{row.aten, {row.order.begin(), row.order.end()}});
+    }
+    return index;
+  }();
+  auto it = kIndex.find({fx_target, inplace});
+  return it == kIndex.end() ? nullptr : &it->second;
 }
 
 const std::vector<UpsampleMapping>& upsample_mappings() {

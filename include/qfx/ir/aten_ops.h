@@ -4,8 +4,8 @@
 /// node FX's symbolic tracer would have recorded for the Python call that
 /// produced it (`aten::add` -> `operator.add`, `aten::flatten` ->
 /// `torch.flatten`, `aten::view` -> method `view`). Importers read it
-/// forwards, the TorchScript export backwards (a `torch.nn.functional` call
-/// as the ATen op it traces to).
+/// forwards (find_op_mapping); writers ask for the inverse through
+/// find_aten_spelling and never walk the rows themselves.
 
 #include "qfx/ir/node.h"
 
@@ -30,6 +30,16 @@ const std::vector<OpMapping>& op_mappings();
 
 /// The mapping for an ATen op name, or nullptr.
 const OpMapping* find_op_mapping(const std::string& aten_name);
+
+/// How a writer spells an FX function call as the ATen op it traces to.
+struct AtenSpelling {
+  std::string aten;                   ///< "aten::hardtanh"
+  std::vector<size_t> aten_position;  ///< ATen position of each FX arg; empty: the same positions
+};
+
+/// The ATen spelling of a `call_function` target (with `inplace=True` or
+/// not): the first table row that maps to it, or nullptr.
+const AtenSpelling* find_aten_spelling(const std::string& fx_target, bool inplace);
 
 /// An ATen upsampling op and the F.interpolate mode it comes from.
 struct UpsampleMapping {

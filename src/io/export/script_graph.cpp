@@ -31,32 +31,28 @@ ir::Argument as_codes(const ir::Argument& arg) {
   }
 }
 
-/// A `torch.nn.functional.X` call as the ATen op the importer read it from.
+/// A `torch.nn.functional.X` call as the ATen op it traces to.
 void to_aten(ir::Node& node) {
   const ir::Argument* inplace = node.kwarg("inplace");
   bool want_inplace = inplace != nullptr && inplace->kind() == ir::Argument::Kind::kBool && inplace->to_bool();
-  for (const ir::OpMapping& row : ir::op_mappings()) {
-    if (row.op != ir::Opcode::kCallFunction || node.target() != row.target || row.inplace != want_inplace) continue;
-    std::vector<ir::Argument> args(row.order.empty() ? node.args().size() : 0);
-    if (row.order.empty()) {
-      args = node.args();
-    } else {
-      for (size_t i = 0; i < row.order.size() && i < node.args().size(); ++i) {
-        size_t at = static_cast<size_t>(row.order[i]);
-        if (args.size() <= at) args.resize(at + 1);
-        args[at] = node.args()[i];
-      }
+  const ir::AtenSpelling* spelling = ir::find_aten_spelling(node.target(), want_inplace);
+  TORCH_CHECK(spelling != nullptr, "export: no TorchScript form for %", node.name(), " (", node.target(), ")");
+  std::vector<ir::Argument> args = node.args();
+  if (!spelling->aten_position.empty()) {
+    args.clear();
+    for (size_t i = 0; i < spelling->aten_position.size() && i < node.args().size(); ++i) {
+      size_t at = spelling->aten_position[i];
+      if (args.size() <= at) args.resize(at + 1);
+      args[at] = node.args()[i];
     }
-    ir::Kwargs kwargs;
-    for (const auto& kv : node.kwargs()) {
-      if (kv.first != "inplace") kwargs.push_back(kv);
-    }
-    node.set_target("torch." + std::string(row.aten).substr(6));
-    node.set_args(args);
-    node.set_kwargs(kwargs);
-    return;
   }
-  TORCH_CHECK(false, "export: no TorchScript form for %", node.name(), " (", node.target(), ")");
+  ir::Kwargs kwargs;
+  for (const auto& kv : node.kwargs()) {
+    if (kv.first != "inplace") kwargs.push_back(kv);
+  }
+  node.set_target("torch." + spelling->aten.substr(6));
+  node.set_args(args);
+  node.set_kwargs(kwargs);
 }
 
 /// `torch._assert(condition, message)`: TorchScript has no operator for it
