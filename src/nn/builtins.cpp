@@ -11,6 +11,7 @@ void register_builtins() {
   register_pool_norm_kinds();
   register_activation_kinds();
   register_rnn_kinds();
+  register_attention_kinds();
   register_opaque_kinds();
   register_fused_kinds();
   register_fuser_methods();

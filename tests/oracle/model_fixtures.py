@@ -19,6 +19,8 @@ import os
 import random
 import struct
 
+from typing import Optional
+
 import torch
 import torch.fx
 import torch.nn as nn
@@ -347,10 +349,77 @@ def write_fast_paths():
         torch.save(output, base + '.output.pt')
 
 
+class AttentionCall(nn.Module):
+    """One nn.MultiheadAttention call with every argument: scripted, the module keeps its attributes and
+    chooses its fast path at run time."""
+
+    def __init__(self, attn, need_weights, average):
+        super().__init__()
+        self.attn, self.need_weights, self.average = attn, need_weights, average
+
+    def forward(self, q, k, v, key_padding_mask: Optional[torch.Tensor], attn_mask: Optional[torch.Tensor]):
+        return self.attn(q, k, v, key_padding_mask=key_padding_mask, need_weights=self.need_weights,
+                         attn_mask=attn_mask, average_attn_weights=self.average)
+
+
+def attention_cases():
+    """(name, module kwargs, call flags, inputs maker): the forms of 1.13's forward. `self` passes one tensor
+    as query, key and value (the identity test picks the packed projection and, batch first in eval without
+    grad, the fast path)."""
+    x3 = lambda *s: torch.randn(*s)  # noqa: E731
+    def self_inputs(shape):
+        x = x3(*shape)
+        return x, x, x, None, None
+    bool_mask = torch.tensor([[False, False, True, False, True], [False, True, False, False, False]])
+    return [
+        ('seq_first_self', dict(embed_dim=8, num_heads=2), (True, True), lambda: self_inputs((5, 2, 8))),
+        ('batch_first_self', dict(embed_dim=8, num_heads=2, batch_first=True), (False, True),
+         lambda: self_inputs((2, 5, 8))),
+        ('batch_first_key_padding', dict(embed_dim=8, num_heads=2, batch_first=True), (True, False),
+         lambda: (lambda x: (x, x, x, bool_mask, None))(x3(2, 5, 8))),
+        ('cross_kdim_vdim', dict(embed_dim=8, num_heads=4, kdim=6, vdim=3), (True, False),
+         lambda: (x3(4, 2, 8), x3(5, 2, 6), x3(5, 2, 3), bool_mask, None)),
+        ('shared_key_value', dict(embed_dim=8, num_heads=2, bias=False), (True, True),
+         lambda: (lambda kv: (x3(4, 2, 8), kv, kv, None, torch.randn(4, 5)))(x3(5, 2, 8))),
+        ('bias_kv_zero_attn', dict(embed_dim=8, num_heads=2, add_bias_kv=True, add_zero_attn=True), (True, True),
+         lambda: (x3(4, 2, 8), x3(5, 2, 8), x3(5, 2, 8), bool_mask, torch.rand(4, 5) > 0.7)),
+        ('unbatched', dict(embed_dim=8, num_heads=2), (True, True), lambda: self_inputs((5, 8))),
+    ]
+
+
+def write_attention():
+    """Per case: `attention_<name>.module.pt` (the constructor arguments and the state dict, one dict),
+    `.inputs.pt` (q, k, v, key_padding_mask, attn_mask, need_weights, average_attn_weights), Python's outputs
+    in eval mode with grad enabled (`.grad.pt`) and under no_grad (`.no_grad.pt`), and in train mode with
+    dropout 0.25 after torch.manual_seed(7) (`.train.pt`); `attention_<name>.pt`, the scripted AttentionCall,
+    where 1.13 can script it (not with kdim/vdim or bias=False: its forward reads in_proj_weight.dtype and
+    in_proj_bias.dtype, None there)."""
+    for name, kwargs, (need_weights, average), make_inputs in attention_cases():
+        torch.manual_seed(0)
+        attn = nn.MultiheadAttention(dropout=0.25, **kwargs)
+        with torch.no_grad():
+            for p in attn.parameters():
+                p.copy_(torch.randn_like(p))  # biases too, which start at zero
+        model = AttentionCall(attn, need_weights, average).eval()
+        inputs = make_inputs()
+        base = os.path.join(OUT, f'attention_{name}')
+        torch.save({**kwargs, **attn.state_dict()}, base + '.module.pt')
+        torch.save(list(inputs) + [need_weights, average], base + '.inputs.pt')
+        torch.save(list(model(*inputs)), base + '.grad.pt')
+        with torch.no_grad():
+            torch.save(list(model(*inputs)), base + '.no_grad.pt')
+        if 'kdim' not in kwargs and kwargs.get('bias', True):
+            torch.jit.script(model).save(base + '.pt')
+        model.train()
+        torch.manual_seed(7)
+        torch.save(list(model(*inputs)), base + '.train.pt')
+
+
 def write_all(out):
     global OUT
     OUT = out
     write_fast_paths()
+    write_attention()
     for name, ctor, inputs, script in models():
         write_model(name, ctor, inputs, script)
     write_bad_models()

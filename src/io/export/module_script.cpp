@@ -8,6 +8,7 @@
 #include "qfx/ir/namespace.h"
 #include "qfx/ir/python_literals.h"
 #include "qfx/nn/activation.h"
+#include "qfx/nn/attention.h"
 #include "qfx/nn/fusion.h"
 #include "qfx/nn/intrinsic.h"
 #include "qfx/nn/opaque_modules.h"
@@ -410,6 +411,9 @@ std::string module_expression(const torch::nn::Module& module, const std::string
     return inputs.at(0);  // observers pass values through
   if (auto* script = dynamic_cast<const nn::ScriptModuleImpl*>(&module)) {
     return call_expression(attrs.add(path, script->script()._ivalue()) + ".forward", inputs);
+  }
+  if (auto* attention = dynamic_cast<const nn::MultiheadAttentionImpl*>(&module)) {
+    return call_expression(attention_submodule(*attention, path, attrs) + ".forward", inputs);
   }
   if (auto* nested = dynamic_cast<const nn::NestedGraphModuleImpl*>(&module)) {
     return call_expression(attrs.add(path, nested_script_module(nested->graph_module(), path, attrs)) + ".forward",

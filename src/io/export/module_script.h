@@ -17,6 +17,7 @@
 #include <vector>
 
 namespace qfx::nn {
+class MultiheadAttentionImpl;
 class QuantizedLSTMImpl;
 class QuantizedModuleImpl;
 class DynamicQuantizedRNNImpl;
@@ -118,6 +119,11 @@ std::string pointwise_linear_expression(const PointwiseLinear& p, const std::str
 /// `self.<name>` of a submodule of class `__torch__.torch.ao.nn.quantized.LSTM`
 /// computing `lstm` (its forward takes input and optional (h_0, c_0)).
 std::string quantized_lstm_submodule(const nn::QuantizedLSTMImpl& lstm, const std::string& path, ScriptAttrs& attrs);
+
+/// `self.<name>` of a submodule of class `__torch__.torch.nn.modules.
+/// activation.MultiheadAttention` computing `m` as Python's module does
+/// (attention_script.cpp).
+std::string attention_submodule(const nn::MultiheadAttentionImpl& m, const std::string& path, ScriptAttrs& attrs);
 
 /// The exported TorchScript module of a nested GraphModule (a standalone
 /// module at `path`), as a module object to register as a submodule; written

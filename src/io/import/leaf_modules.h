@@ -8,6 +8,8 @@
 
 #include "value.h"
 
+#include "qfx/nn/attention.h"
+
 #include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
 
@@ -23,8 +25,8 @@ namespace qfx::io::detail {
 /// normalize_function gives them: builders read `op.to_int("groups")` of
 /// `aten::conv2d` and of `aten::_convolution` alike.
 struct ProbedOp {
-  std::string kind;                ///< "aten::_convolution"
-  std::vector<std::string> names;  ///< the schema's argument names
+  std::string kind;                                ///< "aten::_convolution"
+  std::vector<std::string> names;                  ///< the schema's argument names
   std::vector<c10::optional<c10::IValue>> inputs;  ///< inputs[i] is the argument names[i]
 
   /// True when the op's schema has an argument `name`.
@@ -99,5 +101,10 @@ const std::vector<LeafRow>& rnn_leaf_rows();
 /// Copies `source` into the parameter or buffer `target` (keeping its
 /// identity inside the module).
 void assign(at::Tensor& target, const at::Tensor& source);
+
+/// An nn::MultiheadAttention (qfx/nn/attention.h) with the tensors `tensor`
+/// gives by Python name (`in_proj_weight`, `out_proj.weight`, ...), in eval mode.
+std::shared_ptr<torch::nn::Module> attention_leaf_of(const nn::MultiheadAttentionOptions& options,
+                                                     const std::function<at::Tensor(const std::string&)>& tensor);
 
 }  // namespace qfx::io::detail

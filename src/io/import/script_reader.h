@@ -55,11 +55,10 @@ class ScriptReader : public Walker::Handler {
   /// aten::_transformer_encoder_layer_fwd in the layer being walked: the
   /// slow path's calls of its submodules (fast_paths.cpp).
   ImportValue encoder_layer_fast_path(const std::vector<ImportValue>& inputs);
-  /// A traced nn.MultiheadAttention whose forward is its fast path
-  /// (aten::_native_multi_head_attention): the same self-attention as a
-  /// whole module of the slow path's ops; nullptr for any other forward.
-  std::shared_ptr<torch::nn::Module> attention_fast_path(const torch::jit::Module& module,
-                                                         const torch::jit::Graph& forward);
+  /// An nn.MultiheadAttention as the leaf nn::MultiheadAttention: scripted,
+  /// traced on its slow path or on its fast path (attention_leaf.cpp);
+  /// nullptr for a trace it does not recognise.
+  std::shared_ptr<torch::nn::Module> attention_leaf(const torch::jit::Module& module, const torch::jit::Graph& forward);
   /// A traced recurrent module's flat outputs as getitems of the FX call
   /// (`order`: which of output, h_n, c_n each is; `single`: one value, not a tuple).
   ImportValue recurrent_result(ir::Node* module, bool lstm, const std::vector<size_t>& order, bool single);

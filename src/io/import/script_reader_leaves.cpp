@@ -207,13 +207,14 @@ ImportValue ScriptReader::leaf_call(const ImportValue& module, const std::string
   if (!b_.has_module(path)) {
     std::string type = python_class_name(*module.module);
     std::shared_ptr<torch::nn::Module> built = build_leaf_module(*module.module, type, path, method);
-    bool attention = type == "torch.nn.modules.activation.MultiheadAttention";
-    if (built == nullptr && attention) built = attention_fast_path(*module.module, *forward.graph());
-    if (built == nullptr || attention) {
+    if (built == nullptr && type == "torch.nn.modules.activation.MultiheadAttention") {
+      built = attention_leaf(*module.module, *forward.graph());
+    }
+    if (built == nullptr) {
       // FX keeps such a leaf as it is; no pattern matches it, so it stays float
       TORCH_WARN("import: module '", path, "' (", public_type_name(type),
                  ") has no qfx form: it runs as TorchScript and stays float");
-      if (built == nullptr) built = std::make_shared<nn::ScriptModuleImpl>(*module.module, public_type_name(type));
+      built = std::make_shared<nn::ScriptModuleImpl>(*module.module, public_type_name(type));
     }
     b_.add_module(path, std::move(built));
   }

@@ -1,6 +1,6 @@
-// The ONNX forms of nn.MultiheadAttention, which the importer keeps whole as
-// a TorchScript module (a leaf, as FX keeps it), and of a scripted
-// nn.TransformerEncoder(Layer) kept whole (its forward branches): PyTorch 1.13's
+// The ONNX forms of nn.MultiheadAttention (nn::MultiheadAttention, a leaf
+// as FX keeps it), and of a scripted nn.TransformerEncoder(Layer) kept whole
+// as TorchScript (its forward branches): PyTorch 1.13's
 // F.multi_head_attention_forward in eval mode, op for op. Input projections,
 // heads split into the batch dim, q / sqrt(head_dim), q k^T, softmax, the
 // weighted sum of v, heads joined, the output projection; the attention
@@ -10,16 +10,19 @@
 
 #include "onnx_rules.h"
 
+#include "qfx/nn/attention.h"
+
 #include <ATen/ATen.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/constants.h>
 
+#include <array>
 #include <cmath>
 
 namespace qfx::io::onnx_export {
 namespace {
 
-/// The module's parameters and flags, read from its TorchScript attributes.
+/// The module's parameters and flags.
 struct Attention {
   int64_t embed_dim = 0, num_heads = 0;
   bool batch_first = false;
@@ -27,56 +30,43 @@ struct Attention {
   at::Tensor out_weight, out_bias;
 };
 
+/// Its q, k, v projections from the packed weight or the separate ones.
+void set_projections(const Context& c, Attention& a, const at::Tensor& packed, const at::Tensor& packed_bias,
+                     const std::array<at::Tensor, 3>& separate) {
+  for (int64_t i = 0; i < 3; ++i) {
+    a.weight[i] = packed.defined() ? packed.narrow(0, i * a.embed_dim, a.embed_dim) : separate[i];
+    if (packed_bias.defined()) a.bias[i] = packed_bias.narrow(0, i * a.embed_dim, a.embed_dim);
+    if (!a.weight[i].defined()) c.fail("MultiheadAttention without its projection weights");
+  }
+}
+
+Attention read(const Context& c, const nn::MultiheadAttentionImpl& m) {
+  const nn::MultiheadAttentionOptions& o = m.options;
+  if (o.add_bias_kv() || o.add_zero_attn()) {
+    c.fail("MultiheadAttention with add_bias_kv or add_zero_attn has no ONNX form here");
+  }
+  Attention a{o.embed_dim(), o.num_heads(), o.batch_first()};
+  set_projections(c, a, m.in_proj_weight, m.in_proj_bias, {m.q_proj_weight, m.k_proj_weight, m.v_proj_weight});
+  a.out_weight = m.out_proj->weight;
+  a.out_bias = m.out_proj->bias;
+  return a;
+}
+
 at::Tensor tensor_attr(const torch::jit::Module& m, const std::string& name) {
   if (!m.hasattr(name)) return {};
   c10::IValue v = m.attr(name);
   return v.isTensor() ? v.toTensor() : at::Tensor();
 }
 
-/// A traced module keeps no int attributes: the head count is the constant
-/// F.multi_head_attention_forward divides embed_dim by (`embed_dim //
-/// num_heads`, a trunc division), batch_first a transpose of the query
-/// before anything else reads it.
-void read_traced(const Context& c, const torch::jit::Module& m, Attention& a) {
-  std::shared_ptr<torch::jit::Graph> graph = m.get_method("forward").graph();
-  for (const torch::jit::Node* node : graph->nodes()) {
-    if (node->kind() == c10::Symbol::fromQualString("aten::_native_multi_head_attention")) {
-      c.fail("traced MultiheadAttention on its fast path has no ONNX form here (script it)");
-    }
-    if (a.num_heads == 0 && node->kind() == c10::Symbol::fromQualString("aten::div") && node->inputs().size() == 3) {
-      c10::optional<c10::IValue> divisor = torch::jit::toIValue(node->input(1));
-      c10::optional<c10::IValue> mode = torch::jit::toIValue(node->input(2));
-      if (divisor && divisor->isTensor() && mode && mode->isString() && mode->toStringRef() == "trunc") {
-        a.num_heads = divisor->toTensor().item<int64_t>();
-      }
-    }
-  }
-  const torch::jit::Value* query = graph->inputs().at(1);
-  a.batch_first =
-      !query->uses().empty() && query->uses()[0].user->kind() == c10::Symbol::fromQualString("aten::transpose");
-  if (a.num_heads == 0) c.fail("traced MultiheadAttention whose head count the trace does not show");
-}
-
-Attention read(const Context& c, const torch::jit::Module& m) {
-  Attention a;
-  a.out_weight = tensor_attr(m.attr("out_proj").toModule(), "weight");
-  a.embed_dim = a.out_weight.size(0);
-  if (m.hasattr("num_heads")) {
-    a.num_heads = m.attr("num_heads").toInt();
-    a.batch_first = m.hasattr("batch_first") && m.attr("batch_first").toBool();
-  } else {
-    read_traced(c, m, a);
-  }
-  if (tensor_attr(m, "bias_k").defined() || (m.hasattr("add_zero_attn") && m.attr("add_zero_attn").toBool())) {
+/// The self-attention of a scripted encoder layer, from its attributes.
+Attention read_scripted(const Context& c, const torch::jit::Module& m) {
+  if (tensor_attr(m, "bias_k").defined() || m.attr("add_zero_attn").toBool()) {
     c.fail("MultiheadAttention with add_bias_kv or add_zero_attn has no ONNX form here");
   }
-  at::Tensor packed = tensor_attr(m, "in_proj_weight"), packed_bias = tensor_attr(m, "in_proj_bias");
-  const char* separate[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
-  for (int64_t i = 0; i < 3; ++i) {
-    a.weight[i] = packed.defined() ? packed.narrow(0, i * a.embed_dim, a.embed_dim) : tensor_attr(m, separate[i]);
-    if (packed_bias.defined()) a.bias[i] = packed_bias.narrow(0, i * a.embed_dim, a.embed_dim);
-    if (!a.weight[i].defined()) c.fail("MultiheadAttention without its projection weights");
-  }
+  Attention a{m.attr("embed_dim").toInt(), m.attr("num_heads").toInt(), m.attr("batch_first").toBool()};
+  set_projections(c, a, tensor_attr(m, "in_proj_weight"), tensor_attr(m, "in_proj_bias"),
+                  {tensor_attr(m, "q_proj_weight"), tensor_attr(m, "k_proj_weight"), tensor_attr(m, "v_proj_weight")});
+  a.out_weight = tensor_attr(m.attr("out_proj").toModule(), "weight");
   a.out_bias = tensor_attr(m.attr("out_proj").toModule(), "bias");
   return a;
 }
@@ -168,7 +158,7 @@ std::string linear_of(const Context& c, const torch::jit::Module& l, const std::
 std::string encoder_layer(const Context& c, const torch::jit::Module& layer, const std::string& x) {
   auto& g = c.g();
   const std::string hint = c.hint();
-  Attention a = read(c, layer.attr("self_attn").toModule());
+  Attention a = read_scripted(c, layer.attr("self_attn").toModule());
   int64_t activation = layer.hasattr("activation_relu_or_gelu") ? layer.attr("activation_relu_or_gelu").toInt() : 0;
   if (activation != 1 && activation != 2) c.fail("a TransformerEncoderLayer whose activation is not relu or gelu");
   auto module = [&](const char* name) { return layer.attr(name).toModule(); };
@@ -195,8 +185,9 @@ void no_masks(const Context& c, const std::vector<std::pair<size_t, const char*>
 
 }  // namespace
 
-Value multihead_attention(const Context& c, const torch::jit::Module& module) {
-  Attention a = read(c, module);
+Value multihead_attention(const Context& c, const torch::nn::Module& module) {
+  const auto& m = dynamic_cast<const nn::MultiheadAttentionImpl&>(module);
+  Attention a = read(c, m);
   if (c.rank_of_arg(0) != 3) c.fail("MultiheadAttention on an unbatched input has no ONNX form here");
   no_masks(c, {{3, "key_padding_mask"}, {5, "attn_mask"}});
   std::vector<std::string> qkv;
@@ -204,9 +195,7 @@ Value multihead_attention(const Context& c, const torch::jit::Module& module) {
     qkv.push_back(c.tensor(c.arg(i).kind == Value::Kind::kNone ? c.arg(0) : c.arg(i)));
   }
   Attended attended = attend(c, a, qkv);
-  if (module.get_method("forward").function().getSchema().returns().at(0).type()->kind() == c10::TypeKind::TensorType) {
-    return Value::tensor(attended.out);  // a trace that keeps only the output the model reads
-  }
+  if (m.options.output_alone()) return Value::tensor(attended.out);  // a trace that keeps only the output
   if (!flag(c, 4, "need_weights", true)) return Value::list({Value::tensor(attended.out), Value{}});
   bool average = flag(c, 6, "average_attn_weights", true);
   return Value::list({Value::tensor(attended.out), Value::tensor(weights_per_head(c, a, attended.weights, average))});

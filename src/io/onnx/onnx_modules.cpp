@@ -210,6 +210,7 @@ const std::map<std::string, ModuleRule>& float_rules() {
       {"torch.nn.ConvTranspose3d", weighted_float<ConvTranspose3dImpl>},
       {"torch.nn.Embedding", weighted_float<EmbeddingImpl>},
       {"torch.nn.EmbeddingBag", weighted_float<EmbeddingBagImpl>},
+      {"torch.nn.MultiheadAttention", multihead_attention},
       {"torch.nn.LSTM", recurrent_module},
       {"torch.nn.GRU", recurrent_module},
       {"torch.nn.RNN", recurrent_module},
@@ -298,9 +299,6 @@ Value module_value(const Context& c, const torch::nn::Module& module, const std:
   if (auto* lstm = dynamic_cast<const nn::QuantizedLSTMImpl*>(&module)) return quantized_lstm(c, *lstm);
   if (auto* f = dynamic_cast<const nn::FusedModuleImpl*>(&module)) return fused(c, *f, path);
   auto* script = dynamic_cast<const nn::ScriptModuleImpl*>(&module);
-  if (script != nullptr && nn::class_name_matches(script->python_class(), "MultiheadAttention")) {
-    return multihead_attention(c, script->script());
-  }
   if (script != nullptr && (nn::class_name_matches(script->python_class(), "TransformerEncoder") ||
                             nn::class_name_matches(script->python_class(), "TransformerEncoderLayer"))) {
     return transformer_encoder(c, script->script());

@@ -163,9 +163,9 @@ Value recurrent(const Context& c, const torch::nn::Module& float_module,
 /// with its output qparams.
 Value quantized_lstm(const Context& c, const nn::QuantizedLSTMImpl& lstm);
 
-/// nn.MultiheadAttention kept whole as TorchScript `module` (eval mode, no
-/// masks): its (output, weights) as ONNX ops.
-Value multihead_attention(const Context& c, const torch::jit::Module& module);
+/// nn.MultiheadAttention (nn::MultiheadAttention, eval mode, no masks): its
+/// (output, weights), or its output alone, as ONNX ops.
+Value multihead_attention(const Context& c, const torch::nn::Module& module);
 
 /// A scripted nn.TransformerEncoder or TransformerEncoderLayer `module`
 /// (eval mode, no masks, relu or gelu): its layers as ONNX ops.
