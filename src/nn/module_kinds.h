@@ -24,7 +24,7 @@ void register_linear_conv_kinds();    // kinds_linear_conv.cpp: torch.nn.Linear,
 void register_pool_norm_kinds();      // kinds_pool_norm.cpp: pooling, normalization, dropout, ...
 void register_activation_kinds();     // kinds_activation.cpp: ReLU, Hardswish, ...
 void register_rnn_kinds();            // kinds_rnn.cpp: LSTM, GRU, RNN cells
-void register_attention_kinds();      // kinds_attention.cpp: MultiheadAttention
+void register_attention_kinds();      // kinds_transformer.cpp: MultiheadAttention, TransformerEncoder
 void register_opaque_kinds();         // opaque_modules.cpp: script and nested graph modules
 void register_fused_kinds();          // intrinsic.cpp: torch.ao.nn.intrinsic.*
 void register_fuser_methods();        // fuser_methods.cpp: fuse_conv_bn, ... (backend registry)

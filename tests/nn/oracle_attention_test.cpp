@@ -21,12 +21,12 @@
 namespace qfx {
 namespace {
 
-const char* const kCases[] = {"seq_first_self",  "batch_first_self", "batch_first_key_padding",
-                              "cross_kdim_vdim", "shared_key_value", "bias_kv_zero_attn",
-                              "unbatched"};
+const char* const kAttentionCases[] = {"seq_first_self",  "batch_first_self", "batch_first_key_padding",
+                                       "cross_kdim_vdim", "shared_key_value", "bias_kv_zero_attn",
+                                       "unbatched"};
 /// Those 1.13 can script: not with kdim/vdim or bias=False (its forward reads in_proj_weight.dtype, None there).
-const char* const kScripted[] = {"seq_first_self", "batch_first_self", "batch_first_key_padding", "bias_kv_zero_attn",
-                                 "unbatched"};
+const char* const kScriptedAttentionCases[] = {"seq_first_self", "batch_first_self", "batch_first_key_padding",
+                                               "bias_kv_zero_attn", "unbatched"};
 
 /// The module Python built, from its constructor arguments and state dict.
 nn::MultiheadAttention python_module(const std::string& name) {
@@ -105,16 +105,19 @@ TEST_P(OracleScriptedAttention, ImportsAsTheLeafAndExportsAsPythons) {
   std::string path = ::testing::TempDir() + name + "_qfx.pt";
   io::export_torchscript(*gm, path);
   torch::jit::Module exported = torch::jit::load(path);
+  auto again = io::import_torchscript(path);  // the written file is a scripted MultiheadAttention again
+  EXPECT_EQ(ir::module_type_name(*again->get_submodule("attn")), "torch.nn.MultiheadAttention");
   for (bool grad : {true, false}) {
     torch::AutoGradMode mode(grad);
     const std::string suffix = grad ? "grad" : "no_grad";
     expect_same(ir::Interpreter(*gm).run(call), expected(name, suffix), name + " imported, " + suffix);
     expect_same(exported.forward(call), expected(name, suffix), name + " exported, " + suffix);
+    expect_same(ir::Interpreter(*again).run(call), expected(name, suffix), name + " re-imported, " + suffix);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, OracleAttention, ::testing::ValuesIn(kCases));
-INSTANTIATE_TEST_SUITE_P(Cases, OracleScriptedAttention, ::testing::ValuesIn(kScripted));
+INSTANTIATE_TEST_SUITE_P(Cases, OracleAttention, ::testing::ValuesIn(kAttentionCases));
+INSTANTIATE_TEST_SUITE_P(Cases, OracleScriptedAttention, ::testing::ValuesIn(kScriptedAttentionCases));
 
 }  // namespace
 }  // namespace qfx

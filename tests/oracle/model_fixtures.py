@@ -341,7 +341,8 @@ def write_fast_paths():
         with torch.no_grad():
             fast = torch.jit.trace(model, x)
             output = model(x)
-        slow = torch.jit.trace(model, x, check_trace=False)
+        with torch.enable_grad():  # make_fixtures.py disables grad for every writer
+            slow = torch.jit.trace(model, x, check_trace=False)
         base = os.path.join(OUT, f'fast_path_{name}')
         fast.save(base + '_fast.pt')
         slow.save(base + '_slow.pt')
@@ -405,14 +406,65 @@ def write_attention():
         base = os.path.join(OUT, f'attention_{name}')
         torch.save({**kwargs, **attn.state_dict()}, base + '.module.pt')
         torch.save(list(inputs) + [need_weights, average], base + '.inputs.pt')
-        torch.save(list(model(*inputs)), base + '.grad.pt')
+        with torch.enable_grad():  # make_fixtures.py disables grad for every writer
+            torch.save(list(model(*inputs)), base + '.grad.pt')
         with torch.no_grad():
             torch.save(list(model(*inputs)), base + '.no_grad.pt')
         if 'kdim' not in kwargs and kwargs.get('bias', True):
             torch.jit.script(model).save(base + '.pt')
         model.train()
         torch.manual_seed(7)
-        torch.save(list(model(*inputs)), base + '.train.pt')
+        with torch.enable_grad():
+            torch.save(list(model(*inputs)), base + '.train.pt')
+
+
+class EncoderCall(nn.Module):
+    """A TransformerEncoder (or one layer) called with both masks (the same positions in both)."""
+
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, x, mask: Optional[torch.Tensor], key_padding_mask: Optional[torch.Tensor]):
+        return self.encoder(x, mask, key_padding_mask)
+
+
+def encoder_cases():
+    """(name, module maker, inputs): 1.13's encoder forwards. Batch first with a left-aligned key padding mask in
+    eval under no_grad takes the nested-tensor path (padded positions come back as zeros)."""
+    padding = torch.tensor([[False, False, False, True, True], [False, False, False, False, False]])
+    def layer(**kwargs):
+        return nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, **kwargs)
+    return [
+        ('seq_first_norm', lambda: nn.TransformerEncoder(layer(), 2, norm=nn.LayerNorm(8, eps=1e-6)),
+         lambda: (torch.randn(5, 2, 8), None, None)),
+        ('batch_first_padding', lambda: nn.TransformerEncoder(layer(batch_first=True), 2),
+         lambda: (torch.randn(2, 5, 8), None, padding)),
+        ('norm_first_gelu_mask',
+         lambda: nn.TransformerEncoder(layer(batch_first=True, norm_first=True, activation='gelu'), 2),
+         lambda: (torch.randn(2, 5, 8), torch.randn(5, 5), None)),
+        ('layer_alone', lambda: layer(batch_first=True), lambda: (torch.randn(2, 5, 8), None, padding)),
+    ]
+
+
+def write_encoders():
+    """Per case: `encoder_<name>.pt` (the scripted EncoderCall, eval mode), `.inputs.pt` (x, mask,
+    key_padding_mask), and Python's outputs with grad enabled (`.grad.pt`) and under no_grad (`.no_grad.pt`)."""
+    for name, make, make_inputs in encoder_cases():
+        torch.manual_seed(0)
+        encoder = make()
+        with torch.no_grad():
+            for p in encoder.parameters():
+                p.copy_(torch.randn_like(p) * 0.5)
+        model = EncoderCall(encoder).eval()
+        inputs = make_inputs()
+        base = os.path.join(OUT, f'encoder_{name}')
+        torch.jit.script(model).save(base + '.pt')
+        torch.save(list(inputs), base + '.inputs.pt')
+        with torch.enable_grad():  # make_fixtures.py disables grad for every writer
+            torch.save(model(*inputs), base + '.grad.pt')
+        with torch.no_grad():
+            torch.save(model(*inputs), base + '.no_grad.pt')
 
 
 def write_all(out):
@@ -420,6 +472,7 @@ def write_all(out):
     OUT = out
     write_fast_paths()
     write_attention()
+    write_encoders()
     for name, ctor, inputs, script in models():
         write_model(name, ctor, inputs, script)
     write_bad_models()

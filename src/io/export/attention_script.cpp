@@ -144,12 +144,6 @@ constexpr const char* kZeroAttn = R"(
         key_padding_mask = torch.constant_pad_nd(key_padding_mask, [0, 1])
 )";
 
-void replace(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
-    s.replace(at, from.size(), to);
-  }
-}
-
 /// True when the options let 1.13's fast path run (the run-time conditions
 /// aside): what MultiheadAttention.forward checks of the module itself.
 bool fast_path_possible(const nn::MultiheadAttentionImpl& m) {
@@ -170,28 +164,37 @@ std::string forward_source(const nn::MultiheadAttentionImpl& m) {
                     "    is_batched = query.dim() == 3\n";
   if (fast_path_possible(m)) out += kFastPath;
   out += kSlowPath;
-  replace(out, "PROJECTION", m.packed() ? kPackedProjection : kSeparateProjection);
-  replace(out, "BIAS_KV\n", o.add_bias_kv() ? kBiasKv + 1 : "");
-  replace(out, "ZERO_ATTN\n", o.add_zero_attn() ? kZeroAttn + 1 : "");
+  replace_all(out, "PROJECTION", m.packed() ? kPackedProjection : kSeparateProjection);
+  replace_all(out, "BIAS_KV\n", o.add_bias_kv() ? kBiasKv + 1 : "");
+  replace_all(out, "ZERO_ATTN\n", o.add_zero_attn() ? kZeroAttn + 1 : "");
   bool bias = m.in_proj_bias.defined();
-  replace(out, "B_SPLIT_KV",
-          bias ? "b_q, b_kv = self.in_proj_bias.split([embed_dim, embed_dim * 2])"
-               : "b_q: Optional[Tensor] = None\n            b_kv: Optional[Tensor] = None");
-  replace(out, "        B_SPLIT_3",
-          bias ? "        b_q, b_k, b_v = self.in_proj_bias.chunk(3)" : "        b_q = b_k = b_v = None");
-  replace(out, "    B_SPLIT_3", bias ? "    b_q, b_k, b_v = self.in_proj_bias.chunk(3)" : "    b_q = b_k = b_v = None");
-  replace(out, "UINT8", std::to_string(static_cast<int>(at::kByte)));  // dtypes as TorchScript's ints
-  replace(out, "BOOL", std::to_string(static_cast<int>(at::kBool)));
-  replace(out, "SQRT_HEAD_DIM", ir::python_float_repr(std::sqrt(static_cast<double>(o.embed_dim() / o.num_heads()))));
-  replace(out, "IN_BIAS", bias ? "self.in_proj_bias" : "None");
-  replace(out, "OUT_BIAS", m.out_proj->bias.defined() ? "self.out_proj.bias" : "None");
-  replace(out, "BIAS_GRAD", bias ? "self.in_proj_bias.requires_grad or" : "");
-  replace(out, "RETURN_FAST", o.output_alone() ? "return out" : "return out, w");
-  replace(out, "RETURN_SLOW", o.output_alone() ? "return attn_output" : "return attn_output, weights");
+  replace_all(out, "B_SPLIT_KV",
+              bias ? "b_q, b_kv = self.in_proj_bias.split([embed_dim, embed_dim * 2])"
+                   : "b_q: Optional[Tensor] = None\n            b_kv: Optional[Tensor] = None");
+  replace_all(out, "        B_SPLIT_3",
+              bias ? "        b_q, b_k, b_v = self.in_proj_bias.chunk(3)" : "        b_q = b_k = b_v = None");
+  replace_all(out, "    B_SPLIT_3",
+              bias ? "    b_q, b_k, b_v = self.in_proj_bias.chunk(3)" : "    b_q = b_k = b_v = None");
+  replace_all(out, "UINT8", std::to_string(static_cast<int>(at::kByte)));  // dtypes as TorchScript's ints
+  replace_all(out, "BOOL", std::to_string(static_cast<int>(at::kBool)));
+  replace_all(out, "SQRT_HEAD_DIM",
+              ir::python_float_repr(std::sqrt(static_cast<double>(o.embed_dim() / o.num_heads()))));
+  replace_all(out, "IN_BIAS", bias ? "self.in_proj_bias" : "None");
+  replace_all(out, "OUT_BIAS", m.out_proj->bias.defined() ? "self.out_proj.bias" : "None");
+  replace_all(out, "BIAS_GRAD", bias ? "self.in_proj_bias.requires_grad or" : "");
+  replace_all(out, "RETURN_FAST", o.output_alone() ? "return out" : "return out, w");
+  replace_all(out, "RETURN_SLOW", o.output_alone() ? "return attn_output" : "return attn_output, weights");
   return out;
 }
 
-/// A parameter of the submodule, or None as a scripted module holds one.
+}  // namespace
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
+    s.replace(at, from.size(), to);
+  }
+}
+
 void add_tensor(torch::jit::Module& module, const std::string& name, const at::Tensor& value) {
   if (value.defined()) {
     module.register_parameter(name, value, false);
@@ -200,9 +203,7 @@ void add_tensor(torch::jit::Module& module, const std::string& name, const at::T
   }
 }
 
-}  // namespace
-
-std::string attention_submodule(const nn::MultiheadAttentionImpl& m, const std::string& path, ScriptAttrs& attrs) {
+torch::jit::Module attention_script_module(const nn::MultiheadAttentionImpl& m, const ScriptAttrs& attrs) {
   const nn::MultiheadAttentionOptions& o = m.options;
   torch::jit::Module out_proj = attrs.new_module("torch.nn.modules.linear.NonDynamicallyQuantizableLinear");
   mark_eval(out_proj);
@@ -229,7 +230,11 @@ std::string attention_submodule(const nn::MultiheadAttentionImpl& m, const std::
   sub.register_attribute("head_dim", c10::IntType::get(), o.embed_dim() / o.num_heads());
   sub.register_attribute("add_zero_attn", c10::BoolType::get(), o.add_zero_attn());
   define_forward(sub, forward_source(m));
-  return attrs.add(path, sub._ivalue());
+  return sub;
+}
+
+std::string attention_submodule(const nn::MultiheadAttentionImpl& m, const std::string& path, ScriptAttrs& attrs) {
+  return attrs.add(path, attention_script_module(m, attrs)._ivalue());
 }
 
 }  // namespace qfx::io::detail

@@ -9,6 +9,7 @@
 #include "qfx/ir/python_literals.h"
 #include "qfx/nn/activation.h"
 #include "qfx/nn/attention.h"
+#include "qfx/nn/transformer.h"
 #include "qfx/nn/fusion.h"
 #include "qfx/nn/intrinsic.h"
 #include "qfx/nn/opaque_modules.h"
@@ -414,6 +415,10 @@ std::string module_expression(const torch::nn::Module& module, const std::string
   }
   if (auto* attention = dynamic_cast<const nn::MultiheadAttentionImpl*>(&module)) {
     return call_expression(attention_submodule(*attention, path, attrs) + ".forward", inputs);
+  }
+  if (dynamic_cast<const nn::TransformerEncoderImpl*>(&module) != nullptr ||
+      dynamic_cast<const nn::TransformerEncoderLayerImpl*>(&module) != nullptr) {
+    return call_expression(encoder_submodule(module, path, attrs) + ".forward", inputs);
   }
   if (auto* nested = dynamic_cast<const nn::NestedGraphModuleImpl*>(&module)) {
     return call_expression(attrs.add(path, nested_script_module(nested->graph_module(), path, attrs)) + ".forward",

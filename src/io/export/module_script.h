@@ -120,10 +120,23 @@ std::string pointwise_linear_expression(const PointwiseLinear& p, const std::str
 /// computing `lstm` (its forward takes input and optional (h_0, c_0)).
 std::string quantized_lstm_submodule(const nn::QuantizedLSTMImpl& lstm, const std::string& path, ScriptAttrs& attrs);
 
-/// `self.<name>` of a submodule of class `__torch__.torch.nn.modules.
-/// activation.MultiheadAttention` computing `m` as Python's module does
-/// (attention_script.cpp).
+/// A module of class `__torch__.torch.nn.modules.activation.MultiheadAttention`
+/// in the export's unit computing `m` as Python's module does, and `self.<name>`
+/// of it as a submodule of the export (attention_script.cpp).
+torch::jit::Module attention_script_module(const nn::MultiheadAttentionImpl& m, const ScriptAttrs& attrs);
 std::string attention_submodule(const nn::MultiheadAttentionImpl& m, const std::string& path, ScriptAttrs& attrs);
+
+/// `self.<name>` of a submodule of class `__torch__.torch.nn.modules.
+/// transformer.TransformerEncoder` (or `...Layer`) computing `m` as
+/// Python's module does (encoder_script.cpp).
+std::string encoder_submodule(const torch::nn::Module& m, const std::string& path, ScriptAttrs& attrs);
+
+/// `s` with every `from` replaced by `to` (placeholders of forward sources).
+void replace_all(std::string& s, const std::string& from, const std::string& to);
+
+/// Registers `value` as parameter `name` of `module`, or an attribute None
+/// where it is undefined (as a scripted module holds an absent parameter).
+void add_tensor(torch::jit::Module& module, const std::string& name, const at::Tensor& value);
 
 /// The exported TorchScript module of a nested GraphModule (a standalone
 /// module at `path`), as a module object to register as a submodule; written

@@ -172,6 +172,10 @@ std::shared_ptr<torch::nn::Module> attention_leaf_of(const nn::MultiheadAttentio
   return attention.ptr();
 }
 
+std::shared_ptr<torch::nn::Module> scripted_attention_leaf(const torch::jit::Module& module) {
+  return scripted_attention(module, *module.get_method("forward").graph());
+}
+
 std::shared_ptr<torch::nn::Module> ScriptReader::attention_leaf(const torch::jit::Module& module,
                                                                 const torch::jit::Graph& forward) {
   if (module.hasattr("num_heads")) return scripted_attention(module, forward);

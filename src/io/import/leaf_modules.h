@@ -102,6 +102,15 @@ const std::vector<LeafRow>& rnn_leaf_rows();
 /// identity inside the module).
 void assign(at::Tensor& target, const at::Tensor& source);
 
+/// A scripted nn.MultiheadAttention as nn::MultiheadAttention (attention_leaf.cpp).
+std::shared_ptr<torch::nn::Module> scripted_attention_leaf(const torch::jit::Module& module);
+
+/// A scripted nn.TransformerEncoder or TransformerEncoderLayer (`python_class`)
+/// as nn::TransformerEncoder(Layer), with its attributes and tensors; nullptr
+/// for another class or an activation other than relu and gelu (transformer_leaf.cpp).
+std::shared_ptr<torch::nn::Module> scripted_encoder_leaf(const torch::jit::Module& module,
+                                                         const std::string& python_class);
+
 /// An nn::MultiheadAttention (qfx/nn/attention.h) with the tensors `tensor`
 /// gives by Python name (`in_proj_weight`, `out_proj.weight`, ...), in eval mode.
 std::shared_ptr<torch::nn::Module> attention_leaf_of(const nn::MultiheadAttentionOptions& options,

@@ -84,12 +84,15 @@ ImportValue ScriptReader::call_module(const ImportValue& module, const std::stri
   if (is_forward(method) && (is_leaf_module(type) || b_.has_module(module.path))) {
     return leaf_call(module, method, std::move(args));
   }
-  // A scripted transformer container branches on its input (the fast-path checks): kept whole, float
+  // A scripted transformer container branches on its input (the fast-path checks): kept whole, float,
+  // as qfx's nn::TransformerEncoder(Layer) where it has that form, else as the TorchScript it is
   if (is_forward(method) && traced_through(type) && has_control_flow(*module.module->get_method(method).graph())) {
-    TORCH_WARN("import: module '", module.path, "' (", public_type_name(type),
-               ") is scripted with control flow: it runs as TorchScript and stays float (trace the model to "
-               "quantize its layers)");
-    b_.add_module(module.path, std::make_shared<nn::ScriptModuleImpl>(*module.module, public_type_name(type)));
+    std::shared_ptr<torch::nn::Module> leaf = scripted_encoder_leaf(*module.module, type);
+    TORCH_WARN("import: module '", module.path, "' (", public_type_name(type), ") is scripted with control flow: ",
+               leaf != nullptr ? "it stays whole and float" : "it runs as TorchScript and stays float",
+               " (trace the model to quantize its layers)");
+    if (leaf == nullptr) leaf = std::make_shared<nn::ScriptModuleImpl>(*module.module, public_type_name(type));
+    b_.add_module(module.path, std::move(leaf));
     return leaf_call(module, method, std::move(args));
   }
   if (auto whole = kept_whole(module, type)) {

@@ -1,6 +1,6 @@
-// The ONNX forms of nn.MultiheadAttention (nn::MultiheadAttention, a leaf
-// as FX keeps it), and of a scripted nn.TransformerEncoder(Layer) kept whole
-// as TorchScript (its forward branches): PyTorch 1.13's
+// The ONNX forms of nn.MultiheadAttention and of a scripted
+// nn.TransformerEncoder(Layer) kept whole (nn::MultiheadAttention,
+// nn::TransformerEncoder(Layer), leaves as FX keeps them): PyTorch 1.13's
 // F.multi_head_attention_forward in eval mode, op for op. Input projections,
 // heads split into the batch dim, q / sqrt(head_dim), q k^T, softmax, the
 // weighted sum of v, heads joined, the output projection; the attention
@@ -11,10 +11,9 @@
 #include "onnx_rules.h"
 
 #include "qfx/nn/attention.h"
+#include "qfx/nn/transformer.h"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/jit/api/module.h>
-#include <torch/csrc/jit/ir/constants.h>
 
 #include <array>
 #include <cmath>
@@ -49,25 +48,6 @@ Attention read(const Context& c, const nn::MultiheadAttentionImpl& m) {
   set_projections(c, a, m.in_proj_weight, m.in_proj_bias, {m.q_proj_weight, m.k_proj_weight, m.v_proj_weight});
   a.out_weight = m.out_proj->weight;
   a.out_bias = m.out_proj->bias;
-  return a;
-}
-
-at::Tensor tensor_attr(const torch::jit::Module& m, const std::string& name) {
-  if (!m.hasattr(name)) return {};
-  c10::IValue v = m.attr(name);
-  return v.isTensor() ? v.toTensor() : at::Tensor();
-}
-
-/// The self-attention of a scripted encoder layer, from its attributes.
-Attention read_scripted(const Context& c, const torch::jit::Module& m) {
-  if (tensor_attr(m, "bias_k").defined() || m.attr("add_zero_attn").toBool()) {
-    c.fail("MultiheadAttention with add_bias_kv or add_zero_attn has no ONNX form here");
-  }
-  Attention a{m.attr("embed_dim").toInt(), m.attr("num_heads").toInt(), m.attr("batch_first").toBool()};
-  set_projections(c, a, tensor_attr(m, "in_proj_weight"), tensor_attr(m, "in_proj_bias"),
-                  {tensor_attr(m, "q_proj_weight"), tensor_attr(m, "k_proj_weight"), tensor_attr(m, "v_proj_weight")});
-  a.out_weight = tensor_attr(m.attr("out_proj").toModule(), "weight");
-  a.out_bias = tensor_attr(m.attr("out_proj").toModule(), "bias");
   return a;
 }
 
@@ -138,43 +118,34 @@ std::string weights_per_head(const Context& c, const Attention& a, const std::st
               hint + "_average_weights");
 }
 
-/// A scripted LayerNorm module applied to `x`.
-std::string layer_norm_of(const Context& c, const torch::jit::Module& ln, const std::string& x) {
-  std::vector<int64_t> shape;
-  c10::IValue normalized = ln.attr("normalized_shape");  // a tuple in TorchScript
-  for (const c10::IValue& d :
-       normalized.isTuple() ? normalized.toTupleRef().elements().vec() : normalized.toListRef().vec()) {
-    shape.push_back(d.toInt());
-  }
-  return layer_norm(c, x, shape, tensor_attr(ln, "weight"), tensor_attr(ln, "bias"), ln.attr("eps").toDouble()).name;
+/// A LayerNorm module applied to `x`.
+std::string layer_norm_of(const Context& c, const torch::nn::LayerNormImpl& ln, const std::string& x) {
+  return layer_norm(c, x, ln.options.normalized_shape(), ln.weight, ln.bias, ln.options.eps()).name;
 }
 
-/// A scripted Linear module applied to `x`.
-std::string linear_of(const Context& c, const torch::jit::Module& l, const std::string& x) {
-  return c.tensor(linear(c, Value::tensor(x), tensor_attr(l, "weight"), tensor_attr(l, "bias")));
+/// A Linear module applied to `x`.
+std::string linear_of(const Context& c, const torch::nn::LinearImpl& l, const std::string& x) {
+  return c.tensor(linear(c, Value::tensor(x), l.weight, l.bias));
 }
 
 /// TransformerEncoderLayer.forward in eval mode (no masks) on `x`.
-std::string encoder_layer(const Context& c, const torch::jit::Module& layer, const std::string& x) {
+std::string encoder_layer(const Context& c, const nn::TransformerEncoderLayerImpl& layer, const std::string& x) {
   auto& g = c.g();
   const std::string hint = c.hint();
-  Attention a = read_scripted(c, layer.attr("self_attn").toModule());
-  int64_t activation = layer.hasattr("activation_relu_or_gelu") ? layer.attr("activation_relu_or_gelu").toInt() : 0;
-  if (activation != 1 && activation != 2) c.fail("a TransformerEncoderLayer whose activation is not relu or gelu");
-  auto module = [&](const char* name) { return layer.attr(name).toModule(); };
+  Attention a = read(c, *layer.self_attn);
   auto self_attention = [&](const std::string& v) { return attend(c, a, {v, v, v}).out; };
   auto feed_forward = [&](const std::string& v) {
-    std::string h = linear_of(c, module("linear1"), v);
-    h = activation == 1 ? g.op("Relu", {h}, hint + "_relu") : gelu(c, h);
-    return linear_of(c, module("linear2"), h);
+    std::string h = linear_of(c, *layer.linear1, v);
+    h = layer.options.activation() == "relu" ? g.op("Relu", {h}, hint + "_relu") : gelu(c, h);
+    return linear_of(c, *layer.linear2, h);
   };
   auto add = [&](const std::string& u, const std::string& v) { return g.op("Add", {u, v}, hint + "_residual"); };
-  if (layer.attr("norm_first").toBool()) {
-    std::string y = add(x, self_attention(layer_norm_of(c, module("norm1"), x)));
-    return add(y, feed_forward(layer_norm_of(c, module("norm2"), y)));
+  if (layer.options.norm_first()) {
+    std::string y = add(x, self_attention(layer_norm_of(c, *layer.norm1, x)));
+    return add(y, feed_forward(layer_norm_of(c, *layer.norm2, y)));
   }
-  std::string y = layer_norm_of(c, module("norm1"), add(x, self_attention(x)));
-  return layer_norm_of(c, module("norm2"), add(y, feed_forward(y)));
+  std::string y = layer_norm_of(c, *layer.norm1, add(x, self_attention(x)));
+  return layer_norm_of(c, *layer.norm2, add(y, feed_forward(y)));
 }
 
 void no_masks(const Context& c, const std::vector<std::pair<size_t, const char*>>& masks) {
@@ -201,13 +172,16 @@ Value multihead_attention(const Context& c, const torch::nn::Module& module) {
   return Value::list({Value::tensor(attended.out), Value::tensor(weights_per_head(c, a, attended.weights, average))});
 }
 
-Value transformer_encoder(const Context& c, const torch::jit::Module& module) {
+Value transformer_encoder(const Context& c, const torch::nn::Module& module) {
   if (c.rank_of_arg(0) != 3) c.fail("a Transformer encoder on an unbatched input has no ONNX form here");
   no_masks(c, {{1, "mask"}, {2, "src_key_padding_mask"}, {1, "src_mask"}});
   std::string x = c.tensor(c.arg(0));
-  if (!module.hasattr("layers")) return Value::tensor(encoder_layer(c, module, x));  // a TransformerEncoderLayer
-  for (const torch::jit::Module& layer : module.attr("layers").toModule().children()) x = encoder_layer(c, layer, x);
-  if (module.hasattr("norm") && module.attr("norm").isModule()) x = layer_norm_of(c, module.attr("norm").toModule(), x);
+  if (auto* layer = dynamic_cast<const nn::TransformerEncoderLayerImpl*>(&module)) {
+    return Value::tensor(encoder_layer(c, *layer, x));
+  }
+  const auto& encoder = dynamic_cast<const nn::TransformerEncoderImpl&>(module);
+  for (size_t i = 0; i < encoder.layers->size(); ++i) x = encoder_layer(c, encoder.layer(i), x);
+  if (encoder.norm) x = layer_norm_of(c, *encoder.norm, x);
   return Value::tensor(x);
 }
 

@@ -7,7 +7,6 @@
 #include "qfx/ir/module_registry.h"
 #include "qfx/ir/namespace.h"
 #include "qfx/nn/intrinsic.h"
-#include "qfx/nn/opaque_modules.h"
 #include "qfx/nn/quantizable_lstm.h"
 #include "qfx/nn/quantized_rnn.h"
 #include "qfx/nn/reference.h"
@@ -211,6 +210,8 @@ const std::map<std::string, ModuleRule>& float_rules() {
       {"torch.nn.Embedding", weighted_float<EmbeddingImpl>},
       {"torch.nn.EmbeddingBag", weighted_float<EmbeddingBagImpl>},
       {"torch.nn.MultiheadAttention", multihead_attention},
+      {"torch.nn.TransformerEncoder", transformer_encoder},
+      {"torch.nn.TransformerEncoderLayer", transformer_encoder},
       {"torch.nn.LSTM", recurrent_module},
       {"torch.nn.GRU", recurrent_module},
       {"torch.nn.RNN", recurrent_module},
@@ -298,11 +299,6 @@ Value module_value(const Context& c, const torch::nn::Module& module, const std:
   if (auto* rnn = dynamic_cast<const nn::ReferenceRNNImpl*>(&module)) return recurrent(c, *rnn->float_module(), rnn);
   if (auto* lstm = dynamic_cast<const nn::QuantizedLSTMImpl*>(&module)) return quantized_lstm(c, *lstm);
   if (auto* f = dynamic_cast<const nn::FusedModuleImpl*>(&module)) return fused(c, *f, path);
-  auto* script = dynamic_cast<const nn::ScriptModuleImpl*>(&module);
-  if (script != nullptr && (nn::class_name_matches(script->python_class(), "TransformerEncoder") ||
-                            nn::class_name_matches(script->python_class(), "TransformerEncoderLayer"))) {
-    return transformer_encoder(c, script->script());
-  }
   std::string type = ir::module_type_name(module);
   auto it = float_rules().find(type);
   if (it == float_rules().end()) c.fail("module '" + path + "' of class " + type + " has no ONNX form");

@@ -23,9 +23,6 @@ namespace qfx::nn {
 class QuantizedLSTMImpl;
 class ReferenceRNNImpl;
 }  // namespace qfx::nn
-namespace torch::jit {
-struct Module;
-}
 
 namespace qfx::io::onnx_export {
 
@@ -167,9 +164,9 @@ Value quantized_lstm(const Context& c, const nn::QuantizedLSTMImpl& lstm);
 /// (output, weights), or its output alone, as ONNX ops.
 Value multihead_attention(const Context& c, const torch::nn::Module& module);
 
-/// A scripted nn.TransformerEncoder or TransformerEncoderLayer `module`
-/// (eval mode, no masks, relu or gelu): its layers as ONNX ops.
-Value transformer_encoder(const Context& c, const torch::jit::Module& module);
+/// nn.TransformerEncoder or TransformerEncoderLayer (nn::TransformerEncoder(Layer),
+/// eval mode, no masks): its layers as ONNX ops.
+Value transformer_encoder(const Context& c, const torch::nn::Module& module);
 /// GELU (erf form) of float tensor `x`: 0.5 x (1 + erf(x / sqrt(2))).
 std::string gelu(const Context& c, const std::string& x);
 
