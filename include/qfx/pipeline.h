@@ -3,7 +3,7 @@
 /// The quantization pipeline `qfx quantize` runs, as a library: load a model
 /// file by its format (TorchScript, torch.export's .pt2), improve the float
 /// model (equalization, AdaRound, bias correction), prepare (prepare_fx or
-/// prepare_qat_fx), calibrate (and train, for QAT), convert; then export with
+/// prepare_qat_fx), train (QAT) and calibrate, convert; then export with
 /// qfx/io/torchscript_export.h or qfx/io/onnx_export.h, or convert and
 /// export at once with convert_and_export (the file kept only when it runs).
 ///
@@ -15,7 +15,9 @@
 ///   qfx::io::export_torchscript(*gm, "model_int8.pt");
 /// \endcode
 
+#include "qfx/accuracy/sensitivity.h"
 #include "qfx/backend/backend_config.h"
+#include "qfx/dist/distributed.h"
 #include "qfx/io/data_source.h"
 #include "qfx/io/onnx_export.h"
 #include "qfx/io/output_file.h"
@@ -69,6 +71,35 @@ void prepare(ir::GraphModule& model, const QuantizeOptions& options);
 
 /// Runs the prepared model on every batch.
 void calibrate(ir::GraphModule& model, const Batches& calibration);
+
+/// Quantization-aware training settings (Adam on the cross-entropy loss).
+struct TrainOptions {
+  int64_t epochs = 1;
+  double lr = 1e-5;
+};
+
+/// Training data (LabelledBatch: qfx/accuracy/sensitivity.h): each call runs `each` on the batches of epoch `epoch`
+/// (counted from 0; the order may change with it).
+using LabelledBatches = std::function<void(int64_t epoch, const std::function<void(const LabelledBatch&)>& each)>;
+
+/// Trains a model prepared by prepare_qat_fx, as a classifier: its logits
+/// against the labels (cross-entropy, Adam), fake quantization and observers
+/// running, in training mode; leaves it in eval mode. With a `group`, each
+/// rank trains on its own batches, gradients averaged over the ranks and
+/// fake-quantize statistics synchronised after each step
+/// (dist::average_gradients, dist::sync_fake_quantize); batch-norm running
+/// statistics stay each rank's own, as under DistributedDataParallel without
+/// SyncBatchNorm. `on_epoch` gets each epoch's mean loss. c10::Error when a
+/// batch has no labels or the loss stops being finite.
+void train(ir::GraphModule& prepared, const LabelledBatches& data, const TrainOptions& options,
+           dist::ProcessGroup* group = nullptr, const std::function<void(int64_t epoch, double loss)>& on_epoch = {});
+
+/// Labelled batches read from `path` by io::open_data (IDX images with their
+/// labels, an image folder), epoch e in the order of `options.seed` + e
+/// (file order without a seed). Of `world` ranks, `rank` takes every
+/// world-th batch, as many as every rank has.
+LabelledBatches labelled_data_batches(const std::string& path, io::DataOptions options, int64_t rank = 0,
+                                      int64_t world = 1);
 
 /// convert_fx, or convert_to_reference_fx for `options.reference`.
 void convert(ir::GraphModule& model, const QuantizeOptions& options);

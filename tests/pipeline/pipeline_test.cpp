@@ -65,6 +65,42 @@ TEST(Pipeline, ReferenceAndQatOptions) {
   EXPECT_NE(model->to_string().find("FakeQuantize"), std::string::npos);
 }
 
+/// Two labelled batches of the demo's input shape, the same at every epoch.
+LabelledBatches fixed_labelled_batches(bool with_labels) {
+  std::vector<Batch> inputs = random_batches();
+  return [inputs, with_labels](int64_t, const std::function<void(const LabelledBatch&)>& each) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      each({inputs[i], with_labels ? at::arange(4, at::kLong) + static_cast<int64_t>(i) : at::Tensor()});
+    }
+  };
+}
+
+TEST(Pipeline, TrainFitsThePreparedQatModelAndLeavesItInEvalMode) {
+  test::EngineGuard engine("qnnpack");
+  QuantizeOptions qat = qnnpack_options();
+  qat.qconfig_mapping = quant::get_default_qat_qconfig_mapping("qnnpack");
+  qat.qat = true;
+  auto model = load_for_quantization(demo_pt2(), qat);
+  prepare(*model, qat);
+  at::Tensor weight_before = model->root().parameters()[0].clone();
+  std::vector<double> losses;
+  TrainOptions options;
+  options.epochs = 4;
+  options.lr = 1e-3;
+  train(*model, fixed_labelled_batches(true), options, nullptr,
+        [&](int64_t epoch, double loss) { losses.push_back(loss); });
+  ASSERT_EQ(losses.size(), 4u);
+  EXPECT_LT(losses.back(), losses.front()) << "eight samples, four epochs of Adam at 1e-3";
+  EXPECT_FALSE(at::equal(model->root().parameters()[0], weight_before));
+  EXPECT_FALSE(model->root().is_training());
+
+  std::string error = test::error_of([&] { train(*model, fixed_labelled_batches(false), options); });
+  EXPECT_NE(error.find("no labels"), std::string::npos) << error;
+  options.lr = 0;
+  error = test::error_of([&] { train(*model, fixed_labelled_batches(true), options); });
+  EXPECT_NE(error.find("learning rate must be positive"), std::string::npos) << error;
+}
+
 TEST(Pipeline, ConvertAndExportKeepsAFileThatRuns) {
   test::EngineGuard engine("qnnpack");
   torch::NoGradGuard no_grad;
