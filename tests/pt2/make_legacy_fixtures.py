@@ -9,6 +9,8 @@ For each model of LEGACY: NAME.pt25.pt2 (torch.export.save of PyTorch 2.5,
 strict export as its default, a dynamic batch), with the weights of
 NAME.weights.npz (the same as NAME.pt2's), and NAME.pt25.io.pt (the example
 input and ep.module()'s output on it). versions-2.5.json records what made them.
+The residual model's batch is bounded (Dim max=4096); the MLP's is not, which
+PyTorch 2.5 writes as a range up to Python's `Infinity` (not JSON).
 """
 import os
 import sys
@@ -28,7 +30,8 @@ def export(name, out):
     weights = np.load(os.path.join(out, f'{name}.weights.npz'))
     model.load_state_dict({k: torch.from_numpy(weights[k]) for k in weights.files})
     x = models.example_input(name)
-    dynamic = {'x': {0: torch.export.Dim('batch', min=1, max=4096)}} if models.MODELS[name][2] else None
+    batch = torch.export.Dim('batch', min=1, max=4096) if name == 'residual' else torch.export.Dim('batch')
+    dynamic = {'x': {0: batch}} if models.MODELS[name][2] else None
     ep = torch.export.export(model, (x,), dynamic_shapes=dynamic)
     path = os.path.join(out, f'{name}.pt25.pt2')
     torch.export.save(ep, path)

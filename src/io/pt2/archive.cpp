@@ -26,12 +26,35 @@ std::string record_text(caffe2::serialize::PyTorchStreamReader& reader, const st
 
 nlohmann::json record_json(caffe2::serialize::PyTorchStreamReader& reader, const std::string& path,
                            const std::string& name) {
-  std::string text = record_text(reader, path, name);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, "record '" + name + "' is not valid JSON (" + e.what() + ")");
+  return parse_program_json(record_text(reader, path, name), path, name);
+}
+
+/// `text` with Python's non-finite float literals outside strings as null.
+std::string without_python_literals(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      if (c == '"') in_string = false;
+      continue;
+    }
+    in_string = c == '"';
+    bool replaced = false;
+    for (std::string_view literal : {"-Infinity", "Infinity", "NaN"}) {
+      if (text.compare(i, literal.size(), literal) == 0) {
+        out += "null";
+        i += literal.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
   }
+  return out;
 }
 
 int64_t sym_int(const nlohmann::json& value, const std::string& where) {
@@ -97,6 +120,14 @@ void read_tensors(caffe2::serialize::PyTorchStreamReader& reader, const std::str
 }
 
 }  // namespace
+
+nlohmann::json parse_program_json(std::string_view text, const std::string& path, const std::string& record) {
+  try {
+    return nlohmann::json::parse(without_python_literals(text));
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, "record '" + record + "' is not valid JSON (" + e.what() + ")");
+  }
+}
 
 void check_schema_version(const Archive& archive) {
   int major = 0, minor = 0;

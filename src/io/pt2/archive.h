@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace qfx::io::pt2 {
 
@@ -45,6 +46,12 @@ void check_schema_version(const Archive& archive);
 /// `_native_batch_norm_legit_no_training`, 2.5's view for torch.flatten) becomes
 /// that op; a node an export pass hoisted is read where its value is used.
 void upgrade_program(Archive& archive);
+
+/// The JSON text of a serialized program, parsed; Python's `Infinity`,
+/// `-Infinity` and `NaN` (which PyTorch 2.3-2.7 write for an unbounded
+/// dimension's range) read as null, as 2.8+ writes it. c10::Error naming the
+/// archive and `record` when it is not JSON.
+nlohmann::json parse_program_json(std::string_view text, const std::string& path, const std::string& record);
 
 /// Throws c10::Error "cannot read '<path>': <what>".
 [[noreturn]] void fail(const std::string& path, const std::string& what);

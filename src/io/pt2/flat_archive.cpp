@@ -78,11 +78,7 @@ Archive read_flat_archive(const std::string& path) {
   archive.path = path;
   archive.model_record = kProgramRecord;
   std::string_view program = record(records, path, kProgramRecord);
-  try {
-    archive.program = nlohmann::json::parse(program);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, "record '" + kProgramRecord + "' is not valid JSON (" + e.what() + ")");
-  }
+  archive.program = parse_program_json(program, path, kProgramRecord);
   if (!archive.program.is_object()) fail(path, "record '" + kProgramRecord + "' is not an exported program");
   take_version(archive, record(records, path, "version"));
   check_schema_version(archive);
