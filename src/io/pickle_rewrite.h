@@ -26,4 +26,14 @@ namespace qfx::io::detail {
 /// and corrupts its memory).
 std::string expand_single_item_ops(std::string_view pickle, const std::string& what);
 
+/// `pickle` with each `collections.OrderedDict()` a plain dict. LibTorch's
+/// unpickler reads any OrderedDict as None (it expects one only in a tensor's
+/// backward hooks) and has no POP, while torch.save of a module's state_dict
+/// (PyTorch 2.3 and 2.4's `.pt2` archives) pickles an OrderedDict whose
+/// `_metadata` a BUILD sets. The OrderedDict `()` REDUCE becomes EMPTY_DICT,
+/// and the BUILD, with the bytes of its state (the `_metadata`, which no
+/// reader uses), is dropped. Unchanged without an OrderedDict, or when a
+/// memo entry the rewrite changes is read elsewhere.
+std::string ordered_dicts_as_dicts(std::string_view pickle);
+
 }  // namespace qfx::io::detail

@@ -81,8 +81,8 @@ bool holds_parameters(std::string_view pickle) { return pickle.find("_rebuild_pa
 c10::IValue read_torch_save(std::string_view bytes, const std::string& what) {
   caffe2::serialize::PyTorchStreamReader archive(std::make_shared<BoundedMemoryAdapter>(bytes));
   auto [data, size] = archive.getRecord("data.pkl");
-  std::string pickle =
-      expand_single_item_ops(std::string_view(static_cast<const char*>(data.get()), size), what + " (data.pkl)");
+  std::string pickle = ordered_dicts_as_dicts(
+      expand_single_item_ops(std::string_view(static_cast<const char*>(data.get()), size), what + " (data.pkl)"));
   size_t position = 0;
   auto read = [&](char* buffer, size_t n) {
     n = std::min(n, pickle.size() - position);

@@ -13,6 +13,7 @@
 #include "qfx/io/torchscript_export.h"
 #include "qfx/io/torchscript_import.h"
 #include "qfx/ir/interpreter.h"
+#include "qfx/ir/module_registry.h"
 #include "qfx/quant/qconfig.h"
 #include "qfx/quant/qconfig_mapping.h"
 #include "qfx/quantize.h"
@@ -105,19 +106,27 @@ TEST_P(OraclePt2Flat, ReadsAsThePt2Archive) {
 
 INSTANTIATE_TEST_SUITE_P(Models, OraclePt2Flat, ::testing::Values("residual", "lstm"));
 
-// A file PyTorch 2.5 wrote (flat layout, schema 7, strict export; its inference BatchNorm as
-// _native_batch_norm_legit_no_training, torch.flatten as a view of the batch size) from the weights
-// of NAME.pt2: its own ep.module() outputs within 1e-5 with a dynamic batch, and the same code,
-// modules and quantized outputs as the 2.8+ archive.
-class OraclePt2Legacy : public ::testing::TestWithParam<std::string> {};
+// A file PyTorch 2.4 or 2.5 wrote (flat layout, schema 5.3 or 7, strict export; its inference
+// BatchNorm as _native_batch_norm_legit_no_training, torch.flatten as a view of the batch size,
+// 2.4's state dict an OrderedDict with its _metadata) from the weights of NAME.pt2: its own
+// ep.module() outputs within 1e-5 with a dynamic batch, and the same code, modules and quantized
+// outputs as the 2.8+ archive.
+struct LegacyFile {
+  const char* model;
+  const char* version;  ///< "pt25": NAME.pt25.pt2
+};
 
-TEST_P(OraclePt2Legacy, ReadsPyTorch25sFile) {
+class OraclePt2Legacy : public ::testing::TestWithParam<LegacyFile> {};
+
+TEST_P(OraclePt2Legacy, ReadsTheFlatFileOfAnOlderPyTorch) {
   torch::NoGradGuard no_grad;
-  auto io = io::load_value(pt2_fixture(GetParam() + ".pt25.io.pt")).toTuple();
+  const std::string name = std::string(GetParam().model) + "." + GetParam().version;
+  auto io = io::load_value(pt2_fixture(name + ".io.pt")).toTuple();
   at::Tensor x = io->elements().at(0).toTensor(), expected = io->elements().at(1).toTensor();
-  auto legacy = io::load_model(pt2_fixture(GetParam() + ".pt25.pt2"));
-  auto archive = io::load_model(pt2_fixture(GetParam() + ".pt2"));
+  auto legacy = io::load_model(pt2_fixture(name + ".pt2"));
+  auto archive = io::load_model(pt2_fixture(std::string(GetParam().model) + ".pt2"));
   EXPECT_EQ(legacy->to_string(), archive->to_string());
+  EXPECT_EQ(ir::module_repr(legacy->root()), ir::module_repr(archive->root()));
   EXPECT_LE(test::max_relative_error(ir::Interpreter(*legacy).run({x}).toTensor(), expected), 1e-5);
   at::Tensor wider = at::cat({x, x.flip(0)}, 0);
   EXPECT_LE(
@@ -130,7 +139,10 @@ TEST_P(OraclePt2Legacy, ReadsPyTorch25sFile) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, OraclePt2Legacy, ::testing::Values("residual", "mlp"));
+INSTANTIATE_TEST_SUITE_P(Files, OraclePt2Legacy,
+                         ::testing::Values(LegacyFile{"residual", "pt24"}, LegacyFile{"mlp", "pt24"},
+                                           LegacyFile{"residual", "pt25"}, LegacyFile{"mlp", "pt25"}),
+                         [](const auto& info) { return std::string(info.param.model) + "_" + info.param.version; });
 
 // PyTorch 2's F.scaled_dot_product_attention, which LibTorch 1.13 lacks, read as its math (docs/pt2.md).
 TEST(OraclePt2Only, AttentionRunsAsEpModule) {
@@ -145,9 +157,9 @@ TEST(OraclePt2Only, AttentionRunsAsEpModule) {
 }
 
 // An int64 arange of positions (GPT-2's, shifted by + 0), a mask built by slice assignments
-// (Swin's) and a reshape by a product of sizes: the product is FX's operator.mul on x.size(0); the positions are neither observed nor quantized (1.13 would observe them and fail
-// when the model runs), the assignments read as FX's operator.setitem, and the int8 file
-// qfx writes runs in LibTorch.
+// (Swin's) and a reshape by a product of sizes: the product is FX's operator.mul on x.size(0); the positions are
+// neither observed nor quantized (1.13 would observe them and fail when the model runs), the assignments read as FX's
+// operator.setitem, and the int8 file qfx writes runs in LibTorch.
 TEST(OraclePt2Only, PositionsAndAssignments) {
   torch::NoGradGuard no_grad;
   auto io = io::load_value(pt2_fixture("positions.io.pt")).toTuple();

@@ -92,7 +92,11 @@ TEST(Pt2Errors, RefusesAnUnknownSchemaVersion) {
                             }));
   EXPECT_EQ(error_of(path), "cannot read '" + path +
                                 "': models/model.json has schema version 99.1; qfx reads torch.export schema "
-                                "versions 7 to 8 (PyTorch 2.5 to 2.15)");
+                                "versions 5.3 to 8 (PyTorch 2.4 to 2.15)");
+  path = test::source_file("tests/pt2/fixtures/residual.pt23.pt2");  // written by PyTorch 2.3.1
+  EXPECT_EQ(error_of(path), "cannot read '" + path +
+                                "': serialized_exported_program.json has schema version 5.1; qfx reads torch.export "
+                                "schema versions 5.3 to 8 (PyTorch 2.4 to 2.15)");
 }
 
 TEST(Pt2Errors, NamesTheNodeAtFault) {

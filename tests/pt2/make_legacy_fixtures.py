@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Makes the committed .pt2 fixtures of PyTorch 2.5's flat layout (schema 7),
-run in a PyTorch 2.5 virtual environment (scripts/install-pt2.sh VENV
-tests/pt2/requirements-2.5.txt):
+"""Makes the committed .pt2 fixtures of the flat layout PyTorch 2.3, 2.4 and
+2.5 wrote (schemas 5.1, 5.3 and 7), run in a virtual environment of that
+version (scripts/install-pt2.sh VENV tests/pt2/requirements-2.X.txt):
 
     make_legacy_fixtures.py OUTDIR
 
-For each model of LEGACY: NAME.pt25.pt2 (torch.export.save of PyTorch 2.5,
-strict export as its default, a dynamic batch), with the weights of
-NAME.weights.npz (the same as NAME.pt2's), and NAME.pt25.io.pt (the example
-input and ep.module()'s output on it). versions-2.5.json records what made them.
-The residual model's batch is bounded (Dim max=4096); the MLP's is not, which
-PyTorch 2.5 writes as a range up to Python's `Infinity` (not JSON).
+For each model of LEGACY, with XY the running torch's version (25 for 2.5.1):
+NAME.ptXY.pt2 (torch.export.save; strict export, its default; a dynamic
+batch), with the weights of NAME.weights.npz (the same as NAME.pt2's), and
+NAME.ptXY.io.pt (the example input and ep.module()'s output on it).
+versions-2.X.json records what made them. The residual model's batch is
+bounded (Dim max=4096); the MLP's is not, which 2.3 and 2.5 write as a range
+up to Python's `Infinity` (not JSON), 2.4 up to sys.maxsize - 1. Of 2.3's
+files only residual.pt23.pt2 is committed: qfx refuses schema 5.1, and a
+test checks it says so.
 """
 import os
 import sys
@@ -25,6 +28,10 @@ import models  # noqa: E402
 LEGACY = ('residual', 'mlp')
 
 
+TAG = 'pt' + ''.join(torch.__version__.split('.')[:2])  # pt25
+VERSION = '.'.join(torch.__version__.split('.')[:2])  # 2.5
+
+
 def export(name, out):
     model = models.build(name)
     weights = np.load(os.path.join(out, f'{name}.weights.npz'))
@@ -33,11 +40,11 @@ def export(name, out):
     batch = torch.export.Dim('batch', min=1, max=4096) if name == 'residual' else torch.export.Dim('batch')
     dynamic = {'x': {0: batch}} if models.MODELS[name][2] else None
     ep = torch.export.export(model, (x,), dynamic_shapes=dynamic)
-    path = os.path.join(out, f'{name}.pt25.pt2')
+    path = os.path.join(out, f'{name}.{TAG}.pt2')
     torch.export.save(ep, path)
     with torch.no_grad():
         y = torch.export.load(path).module()(x)
-    torch.save((x, y), os.path.join(out, f'{name}.pt25.io.pt'))
+    torch.save((x, y), os.path.join(out, f'{name}.{TAG}.io.pt'))
 
 
 def main():
@@ -45,7 +52,7 @@ def main():
     for name in LEGACY:
         export(name, out)
         print(f'{name}: written to {out}')
-    models.write_versions(os.path.join(out, 'versions-2.5.json'))
+    models.write_versions(os.path.join(out, f'versions-{VERSION}.json'))
 
 
 if __name__ == '__main__':

@@ -69,7 +69,7 @@ ModulePtr conv(const Leaf& leaf) {
   at::Tensor w = leaf.tensor("weight");
   at::Tensor b = leaf.tensor("bias");
   std::string named = "aten::conv" + std::to_string(D) + "d";
-  const ProbedOp& op = leaf.op({"aten::_convolution", named});
+  const ProbedOp& op = leaf.op({"aten::_convolution", "aten::convolution", named});
   int64_t groups = op.to_int("groups");
   Options o(w.size(1) * groups, w.size(0), torch::ExpandingArray<D>(w.sizes().slice(2)));
   o.stride(op.ints("stride")).dilation(op.ints("dilation")).groups(groups).bias(b.defined());
@@ -91,7 +91,7 @@ ModulePtr conv_transpose(const Leaf& leaf) {
   at::Tensor w = leaf.tensor("weight");
   at::Tensor b = leaf.tensor("bias");
   std::string named = "aten::conv_transpose" + std::to_string(D) + "d";
-  const ProbedOp& op = leaf.op({"aten::_convolution", named});
+  const ProbedOp& op = leaf.op({"aten::_convolution", "aten::convolution", named});
   int64_t groups = op.to_int("groups");
   Options o(w.size(0), w.size(1) * groups, torch::ExpandingArray<D>(w.sizes().slice(2)));
   o.stride(op.ints("stride")).padding(op.ints("padding")).output_padding(op.ints("output_padding"));

@@ -138,11 +138,11 @@ void check_schema_version(const Archive& archive) {
   } catch (const nlohmann::json::exception& e) {
     fail(archive.path, archive.model_record + " has no schema_version (" + e.what() + ")");
   }
-  if (major < kSchemaMajorMin || major > kSchemaMajorMax) {
+  if (major < kSchemaMajorMin || (major == kSchemaMajorMin && minor < kSchemaMinorMin) || major > kSchemaMajorMax) {
     fail(archive.path, archive.model_record + " has schema version " + std::to_string(major) + "." +
                            std::to_string(minor) + "; qfx reads torch.export schema versions " +
-                           std::to_string(kSchemaMajorMin) + " to " + std::to_string(kSchemaMajorMax) +
-                           " (PyTorch 2.5 to 2.15)");
+                           std::to_string(kSchemaMajorMin) + "." + std::to_string(kSchemaMinorMin) + " to " +
+                           std::to_string(kSchemaMajorMax) + " (PyTorch 2.4 to 2.15)");
   }
 }
 

@@ -12,8 +12,11 @@
 
 namespace qfx::io::pt2 {
 
-/// The schema major versions of `torch/_export/serde/schema.py` qfx reads.
-inline constexpr int kSchemaMajorMin = 7;
+/// The schema versions of `torch/_export/serde/schema.py` qfx reads: 5.3
+/// (PyTorch 2.4) to 8.x. Not 5.1 (2.3), whose export records decomposed ops
+/// (native_layer_norm, t + addmm, mean for adaptive pooling) no leaf is rebuilt from.
+inline constexpr int kSchemaMajorMin = 5;
+inline constexpr int kSchemaMinorMin = 3;
 inline constexpr int kSchemaMajorMax = 8;
 
 struct Archive {

@@ -132,12 +132,12 @@ void sink_pass_nodes(json& nodes) {
 void upgrade_program(Archive& archive) {
   try {
     json& graph = archive.program.at("graph_module").at("graph");
-    const bool schema7 = archive.program.at("schema_version").at("major").get<int>() == 7;
+    const bool unnamed = archive.program.at("schema_version").at("major").get<int>() <= 7;  // schema 5.3 and 7
     const std::set<std::string> read = read_values(graph);
     static const json kNoValues = json::object();
     const json& tensor_values = graph.contains("tensor_values") ? graph.at("tensor_values") : kNoValues;
     for (json& node : graph.at("nodes")) {
-      if (schema7 && !node.contains("name")) node["name"] = output_name(node);
+      if (unnamed && !node.contains("name")) node["name"] = output_name(node);
       recompose_batch_norm(node, read);
       recompose_flatten(node, tensor_values);
     }
